@@ -1,0 +1,3 @@
+from kafkalab.cli import main
+
+main()

@@ -1,0 +1,145 @@
+"""The kafkalab command line: parse, call one function, render."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafkalab import doctor as doctor_mod
+from kafkalab import render, topology
+from kafkalab import status as status_mod
+from kafkalab.errors import KafkalabError
+from kafkalab.targets import EmbeddedLab
+
+app = typer.Typer(
+    help="A real Apache Kafka cluster to learn, teach and test on.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+TopologyFile = Annotated[
+    Path | None, typer.Option("--topology", "-t", help="topology file (default: lab.yml)")
+]
+
+
+@app.command()
+def up(
+    mode: Annotated[str | None, typer.Option(help="kraft or zookeeper")] = None,
+    brokers: Annotated[int | None, typer.Option(help="number of brokers")] = None,
+    controllers: Annotated[int | None, typer.Option(help="dedicated KRaft controllers")] = None,
+    with_: Annotated[
+        str | None, typer.Option("--with", help="extra hosts, comma separated: spark,ksqldb")
+    ] = None,
+    topology_file: TopologyFile = None,
+) -> None:
+    """Boot the lab machines and provision the cluster (again: changes nothing)."""
+    lab = EmbeddedLab()
+    saved = lab.topology()
+    overrides = {
+        "mode": mode,
+        "brokers": brokers,
+        "controllers": controllers,
+        "extra_hosts": with_.split(",") if with_ else None,
+    }
+    # An existing lab keeps its settings unless a flag (or an explicit file) changes one.
+    base = saved if topology_file is None else None
+    topo = topology.load(topology_file, overrides, base=base)
+    result = lab.up(topo, render.step)
+    render.ok(
+        f"cluster up ({topo.mode}, {topo.brokers} brokers) in {result.seconds:.0f}s, "
+        f"changed={result.changed}"
+    )
+    status()
+
+
+@app.command()
+def down(
+    purge: Annotated[bool, typer.Option(help="also delete machines, data and the network")] = False,
+) -> None:
+    """Stop the machines (data kept), or remove everything with --purge."""
+    EmbeddedLab().down(purge, render.step)
+    render.ok("lab removed" if purge else "machines stopped (data kept; `kafkalab up` resumes)")
+
+
+@app.command()
+def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
+    """Machines, services, node ids and who leads."""
+    data = status_mod.collect(EmbeddedLab())
+    if json_:
+        render.as_json(data)
+        return
+    if data["lab"] is None:
+        render.step("no lab here yet: run `kafkalab up`")
+        return
+    lab = data["lab"]
+    rows = [
+        (
+            m["host"],
+            m["address"],
+            ", ".join(m["roles"]),
+            m["machine"],
+            ", ".join(f"{k}: {v}" for k, v in m["services"].items()),
+            m["node_id"],
+            m["leader"],
+        )
+        for m in data["machines"]
+    ]
+    render.table(
+        f"lab {lab['netns']} ({lab['mode']})",
+        ["host", "address", "roles", "machine", "services", "node id", "leads"],
+        rows,
+    )
+
+
+@app.command(name="exec", context_settings={"allow_extra_args": True})
+def exec_(
+    host: Annotated[str, typer.Argument(help="machine name, e.g. kafka1")],
+    command: Annotated[list[str], typer.Argument(help="command after --")],
+) -> None:
+    """Run a command on a machine (Kafka tools are on its PATH)."""
+    lab = EmbeddedLab()
+    line = shlex.join(command)
+    proc = subprocess.run(lab.ssh_command(host, ["bash", "-lc", shlex.quote(line)]))
+    raise typer.Exit(proc.returncode)
+
+
+@app.command()
+def shell(
+    host: Annotated[
+        str | None, typer.Argument(help="a machine; default: the controller side")
+    ] = None,
+) -> None:
+    """A shell on the controller side of the lab network (kafka1:9092 resolves), or on a host."""
+    lab = EmbeddedLab()
+    if host:
+        os.execvp("ip", lab.ssh_command(host, ["bash", "-l"], tty=True))
+    env = dict(os.environ, PS1=f"(kafkalab {lab.ns}) \\w \\$ ")
+    os.execvpe("ip", ["ip", "netns", "exec", lab.ns, "bash", "--norc", "-i"], env)
+
+
+@app.command()
+def doctor() -> None:
+    """What this machine has and lacks, with the fix for each."""
+    checks = doctor_mod.run()
+    render.table(
+        "kafkalab doctor",
+        ["check", "", "found", "fix"],
+        [(c.name, "ok" if c.ok else "MISSING", c.detail, c.fix) for c in checks],
+    )
+    if not all(c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    try:
+        app()
+    except KafkalabError as exc:
+        render.error(str(exc))
+        sys.exit(2)

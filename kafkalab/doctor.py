@@ -1,0 +1,83 @@
+"""What this machine has and lacks for kafkalab, with the fix for each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalab import artifacts, image
+from kafkalab.paths import cache_root
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _which(tool: str, fix: str) -> Check:
+    path = shutil.which(tool)
+    return Check(tool, path is not None, path or "not found", "" if path else fix)
+
+
+def run() -> list[Check]:
+    apt = "make setup (installs it with apt-get)"
+    checks = [
+        Check(
+            "linux", sys.platform == "linux", sys.platform, "kafkalab's embedded target needs Linux"
+        ),
+        Check("root", os.geteuid() == 0, f"uid {os.geteuid()}", "run kafkalab with sudo"),
+        Check(
+            "network namespaces",
+            Path("/proc/self/ns/net").exists() and shutil.which("ip") is not None,
+            "ip netns available" if shutil.which("ip") else "iproute2 missing",
+            apt,
+        ),
+        _which("systemd-nspawn", apt),
+        _which("mmdebstrap", apt),
+        _which("java", apt),
+        _which("mvn", apt),
+        Check(
+            "ansible-playbook",
+            (Path(sys.executable).parent / "ansible-playbook").exists(),
+            str(Path(sys.executable).parent / "ansible-playbook"),
+            "make setup (pip installs ansible-core into .venv)",
+        ),
+    ]
+    java = shutil.which("java")
+    if java:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
+        first = out.splitlines()[0] if out else "unknown"
+        checks.append(Check("java version", '"17' in first or '"21' in first, first, apt))
+    cache = cache_root()
+    checks.append(Check("cache", True, str(cache), ""))
+    built = image.is_built()
+    checks.append(
+        Check(
+            "base image",
+            built,
+            str(image.rootfs()) if built else "not built yet",
+            ""
+            if built
+            else "built by the first `kafkalab up` (about a minute, needs Debian's mirror)",
+        )
+    )
+    cached = artifacts.cached_kafka()
+    checks.append(
+        Check(
+            "kafka artifact",
+            bool(cached),
+            ", ".join(p.name for p in cached) or "none cached",
+            ""
+            if cached
+            else "made by the first `kafkalab up` from Maven Central, or put "
+            f"kafka_2.13-<version>.tgz and its .sha512 into {artifacts.cache_dir()}",
+        )
+    )
+    return checks

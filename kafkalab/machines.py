@@ -1,0 +1,192 @@
+"""Embedded machines: systemd-nspawn containers booted from the base image.
+
+Each machine has systemd as PID 1, its own hostname, address and sshd, on the
+lab bridge inside the lab's network namespace. Its root is an overlay of the
+shared base image; the upper dir keeps everything the machine wrote, so
+`down` then `up` keeps topics and data.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalab import netns
+from kafkalab.errors import KafkalabError
+
+# After `ip netns exec` remounts /sys, the cgroup mounts are gone; PID 1 here is
+# not systemd, so nspawn neither registers nor makes its own scope.
+LAUNCHER = """#!/bin/sh
+set -e
+mount -t tmpfs tmpfs /sys/fs/cgroup
+mkdir -p /sys/fs/cgroup/unified /sys/fs/cgroup/systemd
+mount -t cgroup2 none /sys/fs/cgroup/unified
+mount -t cgroup -o none,name=systemd none /sys/fs/cgroup/systemd
+exec systemd-nspawn --boot --register=no --keep-unit --quiet \\
+  --directory={root} --machine={name} --network-bridge={bridge}
+"""
+
+NETWORK_UNIT = """[Match]
+Name=host0
+
+[Network]
+Address={address}/{prefix}
+"""
+
+
+@dataclass
+class EmbeddedMachine:
+    name: str
+    address: str
+    home: Path  # <state>/machines/<name>
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "pid"
+
+    @property
+    def root(self) -> Path:
+        return self.home / "merged"
+
+    @property
+    def veth(self) -> str:
+        """The lab-side end of the machine's link (named by nspawn)."""
+        return f"vb-{self.name}"[:15]
+
+    def pid(self) -> int | None:
+        """The PID of this machine's nspawn (or its launcher, while booting), else None."""
+        try:
+            pid = int(self.pid_file.read_text())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        # From `ip netns exec` through the launcher to nspawn it is one PID (exec all the way);
+        # every stage names this machine's home on its command line.
+        if str(self.home).encode() in cmdline:
+            return pid
+        return None  # a stale file, or the PID now belongs to someone else
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    def prepare(self, base: Path, prefix: int, pubkey: str) -> None:
+        """Mount the overlay and write what makes this machine itself."""
+        for sub in ("upper", "work", "merged"):
+            (self.home / sub).mkdir(parents=True, exist_ok=True)
+        if not os.path.ismount(self.root):
+            opts = f"lowerdir={base},upperdir={self.home / 'upper'},workdir={self.home / 'work'}"
+            proc = subprocess.run(
+                ["mount", "-t", "overlay", "overlay", "-o", opts, str(self.root)],
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                raise KafkalabError(f"cannot mount the root of {self.name}: {proc.stderr.strip()}")
+        _write(self.root / "etc/hostname", self.name + "\n")
+        _write(
+            self.root / "etc/systemd/network/10-host0.network",
+            NETWORK_UNIT.format(address=self.address, prefix=prefix),
+        )
+        hosts = self.root / "etc/hosts"
+        line = f"127.0.1.1 {self.name}"
+        current = hosts.read_text() if hosts.exists() else "127.0.0.1 localhost\n"
+        if line not in current.splitlines():
+            hosts.write_text(current.rstrip("\n") + f"\n{line}\n")
+        keys = self.root / "home/vagrant/.ssh/authorized_keys"
+        _write(keys, pubkey.strip() + "\n", mode=0o600)
+        os.chown(keys, 1000, 1000)
+        os.chown(keys.parent, 1000, 1000)
+
+    def start(self, ns: str) -> int:
+        if (pid := self.pid()) is not None:
+            return pid
+        launcher = self.home / "launch.sh"
+        launcher.write_text(LAUNCHER.format(root=self.root, name=self.name, bridge=netns.BRIDGE))
+        launcher.chmod(0o755)
+        with (self.home / "console.log").open("ab") as log:
+            proc = subprocess.Popen(
+                netns.wrap(ns, ["unshare", "-m", "--propagation", "private", str(launcher)]),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.pid_file.write_text(f"{proc.pid}\n")
+        return proc.pid
+
+    def stop(self, timeout: float = 60) -> None:
+        """Clean poweroff (SIGTERM to nspawn); SIGKILL if it does not finish in time."""
+        pid = self.pid()
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        if not _wait_gone(pid, timeout):
+            os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, 10)
+        self.pid_file.unlink(missing_ok=True)
+
+    def unmount(self) -> None:
+        if os.path.ismount(self.root):
+            subprocess.run(["umount", str(self.root)], check=False)
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    path.chmod(mode)
+
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            waited, _ = os.waitpid(pid, os.WNOHANG)
+            if waited == pid:
+                return True
+        except ChildProcessError:
+            pass  # not our child: poll /proc instead
+        if not Path(f"/proc/{pid}").exists():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def wait_ssh(
+    ns: str,
+    machines: list[EmbeddedMachine],
+    timeout: float = 120,
+    tick: Callable[[str], None] | None = None,
+) -> None:
+    """Wait until every machine's sshd answers with its banner, from inside the lab."""
+
+    def probe() -> None:
+        pending = {m.name: m for m in machines}
+        deadline = time.monotonic() + timeout
+        while pending:
+            for name, m in list(pending.items()):
+                if not m.running():
+                    log = m.home / "console.log"
+                    raise KafkalabError(f"machine {name} stopped while booting; see {log}")
+                try:
+                    with socket.create_connection((m.address, 22), timeout=1) as sock:
+                        sock.settimeout(2)
+                        if sock.recv(4).startswith(b"SSH"):
+                            del pending[name]
+                            if tick:
+                                tick(name)
+                except OSError:
+                    pass
+            if pending and time.monotonic() > deadline:
+                raise KafkalabError(
+                    f"machines not reachable over ssh after {timeout:.0f}s: {', '.join(pending)}"
+                )
+            time.sleep(0.3)
+
+    netns.run_in(ns, probe)

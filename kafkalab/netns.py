@@ -1,0 +1,119 @@
+"""The lab's own network namespace: a bridge, no uplink, no NAT, no default route.
+
+Everything that talks to lab machines runs inside it: subprocesses through
+`ip netns exec`, Python code in a thread that has joined the namespace (setns is
+per thread, and threads that thread starts inherit it, librdkafka's included).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from kafkalab.errors import KafkalabError
+
+T = TypeVar("T")
+BRIDGE = "klbr0"
+CLONE_NEWNET = 0x40000000
+NETNS_RUN = Path("/run/netns")
+
+
+def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = ["ip", *(["-n", ns] if ns else []), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise KafkalabError(f"`{' '.join(cmd)}` failed: {proc.stderr.strip()}")
+    return proc
+
+
+def exists(ns: str) -> bool:
+    return (NETNS_RUN / ns).exists()
+
+
+def ensure(ns: str, gateway: str, hosts: dict[str, str]) -> None:
+    """Create the namespace with its bridge (idempotent) and its /etc/hosts view."""
+    if os.geteuid() != 0:
+        raise KafkalabError("kafkalab needs root for network namespaces: run it with sudo")
+    if not exists(ns):
+        _ip("netns", "add", ns)
+    _ip("link", "set", "lo", "up", ns=ns)
+    if _ip("link", "show", BRIDGE, ns=ns, check=False).returncode != 0:
+        _ip("link", "add", BRIDGE, "type", "bridge", ns=ns)
+    addrs = _ip("-o", "addr", "show", "dev", BRIDGE, ns=ns).stdout
+    if f" {gateway} " not in addrs:
+        _ip("addr", "add", gateway, "dev", BRIDGE, ns=ns)
+    _ip("link", "set", BRIDGE, "up", ns=ns)
+    routes = _ip("route", "show", "default", ns=ns).stdout.strip()
+    if routes:  # never: the lab has no way out, and we check rather than trust
+        raise KafkalabError(f"namespace {ns} has a default route ({routes}); refusing to go on")
+    write_hosts(ns, hosts)
+
+
+def write_hosts(ns: str, hosts: dict[str, str]) -> None:
+    """`ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts."""
+    etc = Path("/etc/netns") / ns
+    etc.mkdir(parents=True, exist_ok=True)
+    lines = ["127.0.0.1 localhost", *(f"{addr} {name}" for name, addr in hosts.items())]
+    (etc / "hosts").write_text("\n".join(lines) + "\n")
+
+
+def delete(ns: str) -> None:
+    if exists(ns):
+        _ip("netns", "delete", ns)
+    etc = Path("/etc/netns") / ns
+    if (etc / "hosts").exists():
+        (etc / "hosts").unlink()
+        etc.rmdir()
+
+
+def wrap(ns: str, cmd: Sequence[str]) -> list[str]:
+    """A command line that runs `cmd` inside the lab namespace."""
+    return ["ip", "netns", "exec", ns, *cmd]
+
+
+def link_set(ns: str, dev: str, state: str) -> None:
+    """Bring a lab-side link up or down (used by fault isolate/heal)."""
+    _ip("link", "set", dev, state, ns=ns)
+
+
+def _setns(ns: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open(NETNS_RUN / ns, os.O_RDONLY)
+    try:
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise KafkalabError(f"cannot join network namespace {ns}: {os.strerror(err)}")
+    finally:
+        os.close(fd)
+
+
+def run_in(ns: str, fn: Callable[[], T]) -> T:
+    """Run `fn` in a thread that has joined namespace `ns`; return its result or raise."""
+    if not exists(ns):
+        raise KafkalabError(f"the lab network {ns} does not exist: run `kafkalab up` first")
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            _setns(ns)
+            result.append(fn())
+        except BaseException as exc:
+            error.append(exc)
+
+    thread = threading.Thread(target=target, name=f"netns-{ns}")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def enter(ns: str) -> None:
+    """Move the calling thread (e.g. a test session's main thread) into `ns`."""
+    _setns(ns)

@@ -1,0 +1,92 @@
+"""Run ansible/site.yml against an inventory, from inside the lab network."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalab import netns
+from kafkalab.errors import KafkalabError
+from kafkalab.paths import repo_root
+
+RECAP = re.compile(
+    r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"
+    r"unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)"
+)
+TASK = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(?P<name>.*)\]")
+
+
+@dataclass
+class Recap:
+    hosts: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> int:
+        return sum(h["changed"] for h in self.hosts.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(h["failed"] + h["unreachable"] for h in self.hosts.values())
+
+
+def parse_recap(lines: list[str]) -> Recap:
+    recap = Recap()
+    for line in lines:
+        if m := RECAP.match(line.strip()):
+            recap.hosts[m["host"]] = {
+                k: int(m[k]) for k in ("ok", "changed", "unreachable", "failed")
+            }
+    return recap
+
+
+def ansible_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["ANSIBLE_CONFIG"] = str(repo_root() / "ansible" / "ansible.cfg")
+    env.setdefault("ANSIBLE_FORCE_COLOR", "0")
+    # The venv's own ansible, whatever PATH says.
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    return env
+
+
+def run_playbook(
+    inventory: Path,
+    log: Path,
+    ns: str | None,
+    playbook: str = "site.yml",
+    extra: list[str] | None = None,
+    on_task: Callable[[str], None] | None = None,
+) -> Recap:
+    """Run a playbook, writing its whole output to `log`; report each task by name."""
+    cmd = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "-i",
+        str(inventory),
+        str(repo_root() / "ansible" / playbook),
+        *(extra or []),
+    ]
+    if ns:
+        cmd = netns.wrap(ns, cmd)
+    lines: list[str] = []
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env()
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.write(line)
+            lines.append(line.rstrip("\n"))
+            if on_task and (m := TASK.match(line)):
+                on_task(m["name"])
+        code = proc.wait()
+    recap = parse_recap(lines)
+    if code != 0 or recap.failed:
+        failed = [ln for ln in lines if ln.startswith(("fatal:", "failed:", "ERROR!", "[ERROR]"))]
+        detail = "\n".join(failed[-5:]) or "\n".join(lines[-10:])
+        raise KafkalabError(f"provisioning failed (full log: {log}):\n{detail}")
+    return recap

@@ -1,0 +1,44 @@
+"""All terminal output goes through here: progress lines, tables, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+
+def step(message: str) -> None:
+    """One progress line for a long step."""
+    console.print(f"[bold cyan]•[/] {message}")
+
+
+def ok(message: str) -> None:
+    console.print(f"[bold green]✓[/] {message}")
+
+
+def fail(message: str) -> None:
+    console.print(f"[bold red]✗[/] {message}")
+
+
+def error(message: str) -> None:
+    errors.print(f"[bold red]error:[/] {message}")
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*("" if v is None else str(v) for v in row))
+    console.print(t)
+
+
+def as_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")

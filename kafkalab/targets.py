@@ -1,0 +1,190 @@
+"""The embedded target: a lab of nspawn machines in kafkalab's own network namespace."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalab import artifacts, image, inventory, netns, provision
+from kafkalab.errors import KafkalabError
+from kafkalab.machines import EmbeddedMachine, wait_ssh
+from kafkalab.paths import state_dir
+from kafkalab.topology import Topology
+
+SSH_ARGS = (
+    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
+    "-o ConnectTimeout=10"
+)
+# Settings that cannot change under an existing lab without losing its data.
+FIXED = ("mode", "network", "controllers")
+
+
+@dataclass
+class UpResult:
+    changed: int
+    seconds: float
+    recap: provision.Recap
+
+
+class EmbeddedLab:
+    """One lab: its state dir, namespace, machines and generated inventory."""
+
+    def __init__(self, state: Path | None = None) -> None:
+        self.state = state or state_dir()
+        saved = self._saved()
+        self.ns: str = os.environ.get("KAFKALAB_NETNS") or saved.get("netns") or "kafkalab"
+
+    # -- state --------------------------------------------------------------------------
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.state / "inventory" / "hosts.yml"
+
+    @property
+    def key(self) -> Path:
+        return self.state / "ssh" / "id_ed25519"
+
+    def _saved(self) -> dict[str, Any]:
+        path = self.state / "lab.json"
+        data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        return data
+
+    def topology(self) -> Topology | None:
+        saved = self._saved().get("topology")
+        return Topology(**saved) if saved else None
+
+    def machines(self, topo: Topology | None = None) -> list[EmbeddedMachine]:
+        topo = topo or self.topology()
+        if topo is None:
+            return []
+        return [
+            EmbeddedMachine(m.name, m.address, self.state / "machines" / m.name)
+            for m in topo.machines()
+        ]
+
+    def machine(self, name: str) -> EmbeddedMachine:
+        for m in self.machines():
+            if m.name == name:
+                return m
+        known = ", ".join(m.name for m in self.machines()) or "none (run `kafkalab up`)"
+        raise KafkalabError(f"no machine named {name!r} in this lab; machines: {known}")
+
+    def check_compatible(self, topo: Topology) -> None:
+        """Refuse a change that would need new storage: that is `down --purge` first."""
+        old = self.topology()
+        if old is None:
+            return
+        for key in FIXED:
+            if getattr(old, key) != getattr(topo, key):
+                raise KafkalabError(
+                    f"this lab was built with {key}={getattr(old, key)}, you asked for "
+                    f"{key}={getattr(topo, key)}; run `kafkalab down --purge` first "
+                    "(it deletes the lab's data) or keep the setting"
+                )
+        if topo.brokers < old.brokers:
+            raise KafkalabError(
+                f"this lab has {old.brokers} brokers; removing brokers would lose replicas. "
+                "Run `kafkalab down --purge` first to start smaller."
+            )
+
+    # -- up / down ----------------------------------------------------------------------
+
+    def up(self, topo: Topology, progress: Callable[[str], None]) -> UpResult:
+        start = time.monotonic()
+        self.check_compatible(topo)
+        archive = artifacts.resolve_kafka(topo.kafka_version, progress=progress)
+        base = image.ensure_image(progress)
+        self._ensure_key()
+        machines = self.machines(topo)
+        hosts = {m.name: m.address for m in machines}
+        netns.ensure(self.ns, topo.gateway(), hosts)
+        prefix = ipaddress.ip_network(topo.network).prefixlen
+        pubkey = self.key.with_suffix(".pub").read_text()
+        for m in machines:
+            m.prepare(base, prefix, pubkey)
+            m.start(self.ns)
+        progress(f"booting {len(machines)} machines in network namespace {self.ns}")
+        wait_ssh(self.ns, machines)
+        self._save(topo)
+        data = inventory.build(
+            topo,
+            {
+                "ansible_user": "vagrant",
+                "ansible_become": True,
+                "ansible_ssh_private_key_file": str(self.key),
+                "ansible_ssh_common_args": SSH_ARGS,
+            },
+            archive,
+        )
+        inventory.write(data, self.inventory_path)
+        progress("provisioning with ansible/site.yml (first run: a few minutes)")
+        recap = provision.run_playbook(
+            self.inventory_path,
+            self.state / "logs" / "provision.log",
+            self.ns,
+            on_task=lambda name: progress(f"  {name}"),
+        )
+        return UpResult(recap.changed, time.monotonic() - start, recap)
+
+    def start_machines(self, names: list[str] | None = None) -> None:
+        """Boot stopped machines again without provisioning (fault heal, lab reset)."""
+        topo = self.topology()
+        if topo is None:
+            raise KafkalabError("no lab here yet: run `kafkalab up`")
+        chosen = [m for m in self.machines() if names is None or m.name in names]
+        for m in chosen:
+            m.prepare(
+                image.rootfs(),
+                ipaddress.ip_network(topo.network).prefixlen,
+                self.key.with_suffix(".pub").read_text(),
+            )
+            m.start(self.ns)
+        wait_ssh(self.ns, chosen)
+
+    def down(self, purge: bool, progress: Callable[[str], None]) -> None:
+        machines = self.machines()
+        for m in machines:
+            if m.running():
+                progress(f"stopping {m.name}")
+                m.stop()
+        if not purge:
+            return
+        for m in machines:
+            m.unmount()
+        netns.delete(self.ns)
+        if self.state.exists():
+            progress(f"removing {self.state}")
+            shutil.rmtree(self.state)
+
+    def _ensure_key(self) -> None:
+        if self.key.exists():
+            return
+        self.key.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkalab", "-f", str(self.key)],
+            check=True,
+        )
+
+    def _save(self, topo: Topology) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        data = {"netns": self.ns, "topology": topo.model_dump()}
+        (self.state / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
+
+    # -- reaching machines ----------------------------------------------------------------
+
+    def ssh_command(self, name: str, command: list[str], tty: bool = False) -> list[str]:
+        """An ssh call to a machine, run inside the lab namespace."""
+        m = self.machine(name)
+        cmd = ["ssh", *SSH_ARGS.split(), "-i", str(self.key), "-o", "ControlMaster=auto"]
+        cmd += ["-o", "ControlPersist=30s", "-o", f"ControlPath={self.key.parent}/cm-%h"]
+        cmd += ["-t"] if tty else ["-T"]
+        cmd += [f"vagrant@{m.address}", "--", *command]
+        return netns.wrap(self.ns, cmd)
