@@ -11,8 +11,8 @@ from typing import Annotated
 
 import typer
 
+from kafkalab import artifacts, image, render, topology
 from kafkalab import doctor as doctor_mod
-from kafkalab import render, topology
 from kafkalab import status as status_mod
 from kafkalab.errors import KafkalabError
 from kafkalab.targets import EmbeddedLab
@@ -122,6 +122,15 @@ def shell(
         os.execvp("ip", lab.ssh_command(host, ["bash", "-l"], tty=True))
     env = dict(os.environ, PS1=f"(kafkalab {lab.ns}) \\w \\$ ")
     os.execvpe("ip", ["ip", "netns", "exec", lab.ns, "bash", "--norc", "-i"], env)
+
+
+@app.command()
+def fetch(topology_file: TopologyFile = None) -> None:
+    """Fill the cache (Kafka artifact, base image) so `up` needs no network."""
+    topo = topology.load(topology_file)
+    archive = artifacts.resolve_kafka(topo.kafka_version, progress=render.step)
+    render.ok(f"Kafka {topo.kafka_version}: {archive}")
+    render.ok(f"base image: {image.ensure_image(render.step)}")
 
 
 @app.command()

@@ -106,6 +106,11 @@ class EmbeddedMachine:
     def start(self, ns: str) -> int:
         if (pid := self.pid()) is not None:
             return pid
+        if (other := _name_in_use(self.name)) is not None:
+            raise KafkalabError(
+                f"another lab already runs a machine named {self.name} ({other}); "
+                "stop that lab first (`kafkalab down` with its KAFKALAB_STATE)"
+            )
         launcher = self.home / "launch.sh"
         launcher.write_text(LAUNCHER.format(root=self.root, name=self.name, bridge=netns.BRIDGE))
         launcher.chmod(0o755)
@@ -141,6 +146,22 @@ def _write(path: Path, text: str, mode: int = 0o644) -> None:
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     path.chmod(mode)
+
+
+def _name_in_use(name: str) -> str | None:
+    """The root dir of a running nspawn machine with this name, if any (names are global)."""
+    flag = f"--machine={name}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"systemd-nspawn") and flag in args:
+            root = next((a for a in args if a.startswith(b"--directory=")), b"")
+            return root.decode(errors="replace").removeprefix("--directory=")
+    return None
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:

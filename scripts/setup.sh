@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs everything kafkalab needs on a fresh Debian/Ubuntu machine, and nothing twice:
+# Debian packages (apt), the Python environment (.venv, pip), the Kafka artifact
+# (Maven Central, or a tarball a trainer put into the cache) and the base image.
+# Offline classroom: with the packages present and the cache pre-filled it needs no network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(systemd-container mmdebstrap iproute2 openssh-client openjdk-17-jre-headless maven python3-venv)
+
+say() { printf '\033[1;36m•\033[0m %s\n' "$*"; }
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: kafkalab needs root (network namespaces, machines): run with sudo" >&2
+  exit 2
+fi
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.kafkalab-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  say "installing Python packages into .venv (pyproject.toml)"
+  .venv/bin/pip install -q -U pip
+  .venv/bin/pip install -q -e '.[dev]'
+  touch "$stamp"
+fi
+
+say "fetching artifacts (Kafka, base image) into the cache"
+.venv/bin/kafkalab fetch

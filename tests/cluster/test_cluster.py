@@ -1,0 +1,121 @@
+"""The cluster as a whole: ids, quorum/ensemble, replication, data, idempotence.
+
+Tests in this module run in order and share the topic they create: the last ones
+re-provision and restart the lab and prove the data is still there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kafkalab import client, status
+from tests.infra.test_hosts import props, server_properties
+
+pytestmark = pytest.mark.cluster
+
+TOPIC = "backbone"
+RECORDS = 1000
+
+
+def meta(cluster, name):
+    import testinfra
+
+    host = testinfra.get_host(f"ansible://{name}?ansible_inventory={cluster.inventory_path}")
+    server = server_properties(host)
+    return props(host, server["log.dirs"].split(",")[0] + "/meta.properties")
+
+
+def test_every_broker_registered(cluster):
+    registered = client.brokers(cluster.bootstrap)
+    expected = {
+        hv["kafka_node_id"]: hv["kafkalab_address"]
+        for hv in cluster.hosts.values()
+        if "kafka_broker" in hv["groups"]
+    }
+    assert {i: a.split(":")[0] for i, a in registered.items()} == expected
+
+
+def test_one_cluster_id_on_all_brokers(cluster):
+    ids = {
+        meta(cluster, n)["cluster.id"] for n, hv in cluster.hosts.items() if "kafka_node_id" in hv
+    }
+    assert len(ids) == 1
+
+
+def test_leadership(cluster):
+    if cluster.mode == "zookeeper":
+        zk = [
+            hv["kafkalab_address"] for hv in cluster.hosts.values() if "zookeeper" in hv["groups"]
+        ]
+        modes = sorted(status.zk_mode(a) or "down" for a in zk)
+        assert modes == ["follower", "follower", "leader"]
+        assert client.controller_id(cluster.bootstrap) in {1, 2, 3}
+    else:
+        data = json.loads(cluster.kafkalab("status", "--json").stdout)
+        assert data["lab"]["active_controller"] in {1, 2, 3}
+
+
+def test_status_table_shows_every_machine(cluster):
+    out = cluster.kafkalab("status").stdout
+    for name in cluster.hosts:
+        assert name in out
+    assert out.count("kafka: active") == 3
+
+
+def test_replicated_topic_has_full_isr(cluster):
+    client.create_topic(cluster.bootstrap, TOPIC, partitions=3, rf=3)
+    parts = client.describe(cluster.bootstrap, TOPIC)
+    assert len(parts) == 3
+    for p in parts:
+        assert sorted(p.replicas) == [1, 2, 3]
+        assert sorted(p.isr) == [1, 2, 3]
+    assert len({p.leader for p in parts}) == 3  # leaders spread over the brokers
+
+
+def test_keyed_records_round_trip(cluster):
+    acked = client.produce_keyed(cluster.bootstrap, TOPIC, RECORDS)
+    assert len(acked) == RECORDS
+    got = client.consume_all(cluster.bootstrap, TOPIC, RECORDS, group="backbone-test")
+    assert len(got) == RECORDS
+    assert sorted(int(v) for *_, v in got) == list(range(RECORDS))
+    # one key, one partition: that is what keys are for
+    partition_of: dict[str, set[int]] = {}
+    for partition, _offset, key, _v in got:
+        partition_of.setdefault(key, set()).add(partition)
+    assert all(len(ps) == 1 for ps in partition_of.values())
+
+
+def test_exec_runs_kafka_tools_on_a_machine(cluster):
+    out = cluster.kafkalab(
+        "exec",
+        "kafka2",
+        "--",
+        "kafka-topics.sh",
+        "--bootstrap-server",
+        "kafka1:9092",
+        "--describe",
+        "--topic",
+        TOPIC,
+    ).stdout
+    assert "PartitionCount: 3" in out
+    assert "ReplicationFactor: 3" in out
+
+
+def test_second_up_changes_nothing(cluster):
+    out = cluster.kafkalab("up").stdout
+    assert re.search(r"changed=0\b", out), out
+
+
+def test_down_then_up_keeps_data(cluster):
+    before = client.end_offsets(cluster.bootstrap, TOPIC, 3)
+    ids_before = meta(cluster, "kafka1")["cluster.id"]
+    cluster.kafkalab("down")
+    out = cluster.kafkalab("up").stdout
+    assert re.search(r"changed=0\b", out), out
+    assert meta(cluster, "kafka1")["cluster.id"] == ids_before
+    assert client.end_offsets(cluster.bootstrap, TOPIC, 3) == before
+    got = client.consume_all(cluster.bootstrap, TOPIC, RECORDS, group="backbone-after-restart")
+    assert len(got) == RECORDS

@@ -1,0 +1,111 @@
+"""Shared fixtures: a real embedded cluster, brought up once per mode per test session.
+
+The cluster fixture is parametrized by mode, so every test that uses it (infra and
+cluster tiers) runs against KRaft first, then ZooKeeper; pytest tears the KRaft lab
+down before it brings the ZooKeeper one up. The main thread joins the lab's network
+namespace, so testinfra's ssh and the Python clients reach the machines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafkalab import inventory, netns, topology
+from kafkalab.paths import repo_root
+
+# testinfra's ansible backend calls ansible-inventory: use the venv's.
+os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+
+MODES = ("kraft", "zookeeper")
+NETNS = {"kraft": "kltest-kraft", "zookeeper": "kltest-zk"}
+
+
+@dataclass
+class Cluster:
+    mode: str
+    ns: str
+    state: Path
+    env: dict[str, str]
+    up_output: str
+
+    @property
+    def inventory(self) -> dict[str, Any]:
+        return inventory.load(self.state / "inventory" / "hosts.yml")
+
+    @property
+    def inventory_path(self) -> Path:
+        return self.state / "inventory" / "hosts.yml"
+
+    @property
+    def hosts(self) -> dict[str, dict[str, Any]]:
+        return inventory.hosts(self.inventory)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(
+            f"{hv['kafkalab_address']}:9092"
+            for hv in self.hosts.values()
+            if "kafka_broker" in hv["groups"]
+        )
+
+    def kafkalab(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kafkalab", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+            )
+        return proc
+
+
+def _env(mode: str) -> tuple[dict[str, str], Path]:
+    state = repo_root() / ".kafkalab-test" / mode
+    env = dict(os.environ, KAFKALAB_STATE=str(state), KAFKALAB_NETNS=NETNS[mode])
+    env["COLUMNS"] = "200"
+    return env, state
+
+
+@pytest.fixture(scope="session", params=MODES)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    mode = request.param
+    env, state = _env(mode)
+    c = Cluster(mode, NETNS[mode], state, env, "")
+    c.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
+    try:
+        c.up_output = c.kafkalab("up", "--mode", mode).stdout
+        netns.enter(c.ns)
+        yield c
+    finally:
+        c.kafkalab("down", "--purge", check=False)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """testinfra tests take `host`: one run per machine of the default topology."""
+    if "host_name" in metafunc.fixturenames:
+        names = [m.name for m in topology.load().machines()]
+        metafunc.parametrize("host_name", names)
+
+
+@pytest.fixture
+def host(cluster: Cluster, host_name: str) -> Any:
+    import testinfra
+
+    return testinfra.get_host(f"ansible://{host_name}?ansible_inventory={cluster.inventory_path}")
+
+
+@pytest.fixture
+def hostvars(cluster: Cluster, host_name: str) -> dict[str, Any]:
+    """The inventory's variables for the host under test (what the tests expect)."""
+    return cluster.hosts[host_name]

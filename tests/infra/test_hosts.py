@@ -1,0 +1,81 @@
+"""testinfra: written once, run against any inventory (embedded now, VMs later).
+
+Every expectation (ports, ids, paths) comes from the inventory's variables.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+
+def var(host, name, default):
+    """An inventory variable of the host, else the role's default."""
+    return host.ansible.get_variables().get(name, default)
+
+
+def server_properties(host):
+    return props(host, var(host, "kafka_config_dir", "/etc/kafka") + "/server.properties")
+
+
+def props(host, path):
+    out = {}
+    for line in host.file(path).content_string.splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def test_base_image_tools(host):
+    assert host.package("openjdk-17-jre-headless").is_installed
+    assert host.run("java -version").rc == 0
+    assert host.user("kafka").exists
+
+
+def test_lab_hosts_resolve(host, cluster):
+    hosts_file = host.file("/etc/hosts").content_string
+    for name, hv in cluster.hosts.items():
+        assert f"{hv['kafkalab_address']} {name}" in hosts_file
+
+
+def test_kafka_service_and_ports(host, hostvars):
+    if not {"kafka_broker", "kafka_controller"} & set(hostvars["groups"]):
+        pytest.skip("no Kafka on this host in this topology")
+    kafka = host.service("kafka")
+    assert kafka.is_running
+    assert kafka.is_enabled
+    addr = hostvars["kafkalab_address"]
+    if "kafka_broker" in hostvars["groups"]:
+        assert host.socket(f"tcp://{addr}:9092").is_listening
+    if var(host, "kafka_mode", "kraft") == "kraft":
+        assert host.socket(f"tcp://{addr}:9093").is_listening
+
+
+def test_kafka_tools_on_path(host):
+    out = host.run("bash -lc 'command -v kafka-topics.sh && kafka-topics.sh --version'")
+    assert out.rc == 0, out.stderr
+    assert var(host, "kafka_version", "") in out.stdout
+
+
+def test_node_id_everywhere(host, hostvars):
+    if "kafka_node_id" not in hostvars:
+        pytest.skip("no Kafka on this host")
+    server = server_properties(host)
+    logdir = server["log.dirs"].split(",")[0]
+    meta = props(host, f"{logdir}/meta.properties")
+    key = "node.id" if "node.id" in server else "broker.id"
+    assert int(server[key]) == hostvars["kafka_node_id"]
+    assert int(meta.get("node.id", meta.get("broker.id"))) == hostvars["kafka_node_id"]
+    assert server["advertised.listeners"] == f"PLAINTEXT://{hostvars['kafkalab_address']}:9092"
+
+
+def test_zookeeper_member(host, hostvars):
+    if "zookeeper" not in hostvars["groups"]:
+        pytest.skip("no ZooKeeper on this host in this topology")
+    assert host.service("zookeeper").is_running
+    assert host.service("zookeeper").is_enabled
+    assert host.socket(f"tcp://{hostvars['kafkalab_address']}:2181").is_listening
+    myid = host.file(
+        var(host, "zookeeper_data_dir", "/var/lib/zookeeper") + "/myid"
+    ).content_string.strip()
+    assert int(myid) == hostvars["zookeeper_myid"]

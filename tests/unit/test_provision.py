@@ -1,0 +1,23 @@
+from kafkalab import provision
+
+RECAP = """
+PLAY RECAP *********************************************************************
+kafka1                     : ok=31   changed=0    unreachable=0    failed=0    skipped=9    rescued=0    ignored=0
+kafka2                     : ok=29   changed=2    unreachable=0    failed=0    skipped=9    rescued=0    ignored=0
+kafka3                     : ok=12   changed=0    unreachable=1    failed=1    skipped=0    rescued=0    ignored=0
+"""
+
+
+def test_recap_counts():
+    recap = provision.parse_recap(RECAP.splitlines())
+    assert set(recap.hosts) == {"kafka1", "kafka2", "kafka3"}
+    assert recap.changed == 2
+    assert recap.failed == 2
+    assert recap.hosts["kafka1"]["ok"] == 31
+
+
+def test_task_lines_are_recognised():
+    assert provision.TASK.match("TASK [kafka : Format KRaft storage] ****")["name"] == (
+        "kafka : Format KRaft storage"
+    )
+    assert provision.TASK.match("RUNNING HANDLER [kafka : Restart] **")
