@@ -21,19 +21,23 @@ from kafkalab import netns
 from kafkalab.errors import KafkalabError
 
 # After `ip netns exec` remounts /sys, the cgroup mounts are gone; PID 1 here is
-# not systemd, so nspawn neither registers nor makes its own scope.
+# not systemd, so nspawn neither registers nor makes its own scope. The machine's
+# link is a veth pair kafkalab makes (lab side on the bridge, the other end moved
+# into the machine), so its names are ours and several labs can run side by side.
 LAUNCHER = """#!/bin/sh
 set -e
 mount -t tmpfs tmpfs /sys/fs/cgroup
 mkdir -p /sys/fs/cgroup/unified /sys/fs/cgroup/systemd
 mount -t cgroup2 none /sys/fs/cgroup/unified
 mount -t cgroup -o none,name=systemd none /sys/fs/cgroup/systemd
+# No udev runs here: a read-only /sys tells nspawn not to wait for udev to take the link.
+mount -o remount,ro /sys
 exec systemd-nspawn --boot --register=no --keep-unit --quiet \\
-  --directory={root} --machine={name} --network-bridge={bridge}
+  --directory={root} --machine={machine} --hostname={name} --network-interface={link}
 """
 
 NETWORK_UNIT = """[Match]
-Name=host0
+Name={link}
 
 [Network]
 Address={address}/{prefix}
@@ -56,8 +60,13 @@ class EmbeddedMachine:
 
     @property
     def veth(self) -> str:
-        """The lab-side end of the machine's link (named by nspawn)."""
-        return f"vb-{self.name}"[:15]
+        """The lab-side end of the machine's link, on the bridge (fault isolate downs it)."""
+        return f"kh-{self.name}"[:15]
+
+    @property
+    def link(self) -> str:
+        """The machine-side end, moved into the machine at boot."""
+        return f"kc-{self.name}"[:15]
 
     def pid(self) -> int | None:
         """The PID of this machine's nspawn (or its launcher, while booting), else None."""
@@ -91,7 +100,7 @@ class EmbeddedMachine:
         _write(self.root / "etc/hostname", self.name + "\n")
         _write(
             self.root / "etc/systemd/network/10-host0.network",
-            NETWORK_UNIT.format(address=self.address, prefix=prefix),
+            NETWORK_UNIT.format(link=self.link, address=self.address, prefix=prefix),
         )
         hosts = self.root / "etc/hosts"
         line = f"127.0.1.1 {self.name}"
@@ -106,13 +115,17 @@ class EmbeddedMachine:
     def start(self, ns: str) -> int:
         if (pid := self.pid()) is not None:
             return pid
-        if (other := _name_in_use(self.name)) is not None:
+        if (other := _name_in_use(f"{ns}-{self.name}")) is not None:
             raise KafkalabError(
-                f"another lab already runs a machine named {self.name} ({other}); "
+                f"a machine {self.name} of lab network {ns} already runs from {other}; "
                 "stop that lab first (`kafkalab down` with its KAFKALAB_STATE)"
             )
+        netns.veth_pair(ns, self.veth, self.link)
         launcher = self.home / "launch.sh"
-        launcher.write_text(LAUNCHER.format(root=self.root, name=self.name, bridge=netns.BRIDGE))
+        machine = f"{ns}-{self.name}"
+        launcher.write_text(
+            LAUNCHER.format(root=self.root, machine=machine, name=self.name, link=self.link)
+        )
         launcher.chmod(0o755)
         with (self.home / "console.log").open("ab") as log:
             proc = subprocess.Popen(
@@ -126,19 +139,24 @@ class EmbeddedMachine:
         return proc.pid
 
     def stop(self, timeout: float = 60) -> None:
-        """Clean poweroff (SIGTERM to nspawn); SIGKILL if it does not finish in time."""
-        pid = self.pid()
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)
-        if not _wait_gone(pid, timeout):
-            os.kill(pid, signal.SIGKILL)
-            _wait_gone(pid, 10)
-        self.pid_file.unlink(missing_ok=True)
+        stop_all([self], timeout)
 
     def unmount(self) -> None:
         if os.path.ismount(self.root):
             subprocess.run(["umount", str(self.root)], check=False)
+
+
+def stop_all(machines: list[EmbeddedMachine], timeout: float = 60) -> None:
+    """Clean poweroff of all at once (SIGTERM to nspawn); SIGKILL what is not down in time."""
+    pids = {m.name: (m, pid) for m in machines if (pid := m.pid()) is not None}
+    for _m, pid in pids.values():
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for m, pid in pids.values():
+        if not _wait_gone(pid, max(1.0, deadline - time.monotonic())):
+            os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, 10)
+        m.pid_file.unlink(missing_ok=True)
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:

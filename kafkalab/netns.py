@@ -76,6 +76,15 @@ def wrap(ns: str, cmd: Sequence[str]) -> list[str]:
     return ["ip", "netns", "exec", ns, *cmd]
 
 
+def veth_pair(ns: str, lab_end: str, machine_end: str) -> None:
+    """A fresh veth pair in `ns`: `lab_end` on the bridge and up, `machine_end` for nspawn
+    to move into the machine (the pair dies with the machine's namespace)."""
+    if _ip("link", "show", lab_end, ns=ns, check=False).returncode == 0:
+        _ip("link", "delete", lab_end, ns=ns)
+    _ip("link", "add", lab_end, "type", "veth", "peer", "name", machine_end, ns=ns)
+    _ip("link", "set", lab_end, "master", BRIDGE, "up", ns=ns)
+
+
 def link_set(ns: str, dev: str, state: str) -> None:
     """Bring a lab-side link up or down (used by fault isolate/heal)."""
     _ip("link", "set", dev, state, ns=ns)

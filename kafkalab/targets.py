@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkalab import artifacts, image, inventory, netns, provision
 from kafkalab.errors import KafkalabError
-from kafkalab.machines import EmbeddedMachine, wait_ssh
+from kafkalab.machines import EmbeddedMachine, stop_all, wait_ssh
 from kafkalab.paths import state_dir
 from kafkalab.topology import Topology
 
@@ -151,10 +151,10 @@ class EmbeddedLab:
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:
         machines = self.machines()
-        for m in machines:
-            if m.running():
-                progress(f"stopping {m.name}")
-                m.stop()
+        running = [m for m in machines if m.running()]
+        if running:
+            progress(f"stopping {', '.join(m.name for m in running)}")
+            stop_all(running)
         if not purge:
             return
         for m in machines:
