@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +37,9 @@ def up(
         str | None, typer.Option("--with", help="extra hosts, comma separated: spark,ksqldb")
     ] = None,
     topology_file: TopologyFile = None,
+    provision: Annotated[
+        bool, typer.Option(help="run ansible/site.yml (--no-provision: boot machines only)")
+    ] = True,
 ) -> None:
     """Boot the lab machines and provision the cluster (again: changes nothing)."""
     lab = EmbeddedLab()
@@ -51,7 +53,10 @@ def up(
     # An existing lab keeps its settings unless a flag (or an explicit file) changes one.
     base = saved if topology_file is None else None
     topo = topology.load(topology_file, overrides, base=base)
-    result = lab.up(topo, render.step)
+    result = lab.up(topo, render.step, provision_hosts=provision)
+    if not provision:
+        render.ok(f"machines up, inventory: {lab.inventory_path}")
+        return
     render.ok(
         f"cluster up ({topo.mode}, {topo.brokers} brokers) in {result.seconds:.0f}s, "
         f"changed={result.changed}"
@@ -83,7 +88,7 @@ def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable"
         (
             m["host"],
             m["address"],
-            ", ".join(m["roles"]),
+            "+".join(r.removeprefix("kafka_") for r in m["roles"]),
             m["machine"],
             ", ".join(f"{k}: {v}" for k, v in m["services"].items()),
             m["node_id"],
@@ -104,9 +109,7 @@ def exec_(
     command: Annotated[list[str], typer.Argument(help="command after --")],
 ) -> None:
     """Run a command on a machine (Kafka tools are on its PATH)."""
-    lab = EmbeddedLab()
-    line = shlex.join(command)
-    proc = subprocess.run(lab.ssh_command(host, ["bash", "-lc", shlex.quote(line)]))
+    proc = subprocess.run(EmbeddedLab().login_command(host, command))
     raise typer.Exit(proc.returncode)
 
 

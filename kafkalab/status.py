@@ -7,7 +7,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafkalab import inventory, netns
+from kafkalab import client, inventory, netns
 from kafkalab.targets import EmbeddedLab
 
 SERVICES = {"kafka_broker": "kafka", "kafka_controller": "kafka", "zookeeper": "zookeeper"}
@@ -32,7 +32,7 @@ def zk_mode(address: str, timeout: float = 2.0) -> str | None:
 def _run(lab: EmbeddedLab, name: str, command: list[str], timeout: float = 60) -> str:
     try:
         proc = subprocess.run(
-            lab.ssh_command(name, command), capture_output=True, text=True, timeout=timeout
+            lab.login_command(name, command), capture_output=True, text=True, timeout=timeout
         )
     except subprocess.TimeoutExpired:
         return ""
@@ -91,6 +91,16 @@ def collect(lab: EmbeddedLab) -> dict[str, Any]:
     if topo.mode == "kraft" and live:
         boot = ",".join(f"{r['address']}:9092" for r in live)
         lead["active_controller"] = quorum_leader(lab, live[0]["host"], boot)
+    combined = topo.mode == "kraft" and topo.controllers == 0
+    for r in rows:
+        if combined and "kafka_broker" in r["roles"]:
+            r["roles"] = [*r["roles"], "kafka_controller"]
+    if topo.mode == "zookeeper" and live:
+        boot = ",".join(f"{r['address']}:9092" for r in live)
+        try:
+            lead["active_controller"] = netns.run_in(lab.ns, lambda: client.controller_id(boot))
+        except Exception:  # a cluster in trouble still gets a status table
+            lead["active_controller"] = None
     if topo.mode == "zookeeper":
         zk = [r for r in rows if "zookeeper" in r["roles"]]
         modes = netns.run_in(lab.ns, lambda: {r["host"]: zk_mode(r["address"]) for r in zk})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -97,7 +98,9 @@ class EmbeddedLab:
 
     # -- up / down ----------------------------------------------------------------------
 
-    def up(self, topo: Topology, progress: Callable[[str], None]) -> UpResult:
+    def up(
+        self, topo: Topology, progress: Callable[[str], None], provision_hosts: bool = True
+    ) -> UpResult:
         start = time.monotonic()
         self.check_compatible(topo)
         archive = artifacts.resolve_kafka(topo.kafka_version, progress=progress)
@@ -125,6 +128,8 @@ class EmbeddedLab:
             archive,
         )
         inventory.write(data, self.inventory_path)
+        if not provision_hosts:
+            return UpResult(0, time.monotonic() - start, provision.Recap())
         progress("provisioning with ansible/site.yml (first run: a few minutes)")
         recap = provision.run_playbook(
             self.inventory_path,
@@ -179,6 +184,10 @@ class EmbeddedLab:
         (self.state / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
 
     # -- reaching machines ----------------------------------------------------------------
+
+    def login_command(self, name: str, command: list[str]) -> list[str]:
+        """Run `command` on a machine in a login shell (Kafka tools on PATH, LOG_DIR set)."""
+        return self.ssh_command(name, ["bash", "-lc", shlex.quote(shlex.join(command))])
 
     def ssh_command(self, name: str, command: list[str], tty: bool = False) -> list[str]:
         """An ssh call to a machine, run inside the lab namespace."""
