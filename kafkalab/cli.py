@@ -13,6 +13,8 @@ import typer
 from kafkalab import artifacts, image, render, topology
 from kafkalab import doctor as doctor_mod
 from kafkalab import status as status_mod
+from kafkalab.commands import fault as fault_cmd
+from kafkalab.commands import lab as lab_cmd
 from kafkalab.errors import KafkalabError
 from kafkalab.targets import EmbeddedLab
 
@@ -22,6 +24,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+app.add_typer(lab_cmd.app, name="lab")
+app.add_typer(fault_cmd.fault_app, name="fault")
+app.add_typer(fault_cmd.scenario_app, name="scenario")
 
 TopologyFile = Annotated[
     Path | None, typer.Option("--topology", "-t", help="topology file (default: lab.yml)")

@@ -2,8 +2,10 @@
 
 The cluster fixture is parametrized by mode, so every test that uses it (infra and
 cluster tiers) runs against KRaft first, then ZooKeeper; pytest tears the KRaft lab
-down before it brings the ZooKeeper one up. The main thread joins the lab's network
-namespace, so testinfra's ssh and the Python clients reach the machines.
+down before it brings the ZooKeeper one up. A test for one mode only says so with
+`@pytest.mark.parametrize("cluster", ["kraft"], indirect=True)`. The main thread
+joins the lab's network namespace, so testinfra's ssh and the Python clients reach
+the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from kafkalab.paths import repo_root
 os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
 
 MODES = ("kraft", "zookeeper")
-NETNS = {"kraft": "kltest-kraft", "zookeeper": "kltest-zk"}
+# Several checkouts or developers may run the cluster tier at once: give each a prefix.
+PREFIX = os.environ.get("KAFKALAB_TEST_NS", "kltest")
+NETNS = {"kraft": f"{PREFIX}-kraft", "zookeeper": f"{PREFIX}-zk"}
 
 
 @dataclass
@@ -71,7 +75,7 @@ class Cluster:
 
 
 def _env(mode: str) -> tuple[dict[str, str], Path]:
-    state = repo_root() / ".kafkalab-test" / mode
+    state = repo_root() / ".kafkalab-test" / NETNS[mode]
     env = dict(os.environ, KAFKALAB_STATE=str(state), KAFKALAB_NETNS=NETNS[mode])
     env["COLUMNS"] = "200"
     return env, state
