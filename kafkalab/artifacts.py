@@ -87,6 +87,21 @@ def resolve_kafka(
     return assemble_from_maven(version, scala, cache, say)
 
 
+def unpacked(tgz: Path) -> Path:
+    """The Kafka home inside `tgz`, unpacked once next to it (for controller-side tools)."""
+    dest = tgz.parent / "unpacked" / tgz.name.removesuffix(".tgz")
+    done = dest / ".complete"
+    if not done.exists():
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        with tarfile.open(tgz) as tar:
+            tar.extractall(dest, filter="data")
+        done.touch()
+    homes = [p for p in dest.iterdir() if p.is_dir()]
+    return homes[0]
+
+
 # --- checksums ---------------------------------------------------------------------------
 
 

@@ -129,7 +129,15 @@ def shell(
     lab = EmbeddedLab()
     if host:
         os.execvp("ip", lab.ssh_command(host, ["bash", "-l"], tty=True))
-    env = dict(os.environ, PS1=f"(kafkalab {lab.ns}) \\w \\$ ")
+    topo = lab.topology()
+    if topo is None:
+        raise KafkalabError("no lab here yet: run `kafkalab up`")
+    # The same Kafka tools as on the machines, and the venv's Python (confluent-kafka).
+    kafka_bin = artifacts.unpacked(artifacts.resolve_kafka(topo.kafka_version)) / "bin"
+    path = f"{Path(sys.executable).parent}:{kafka_bin}:{os.environ.get('PATH', '')}"
+    env = dict(os.environ, PATH=path, PS1=f"(kafkalab {lab.ns}) \\w \\$ ")
+    env["LOG_DIR"] = str(lab.state / "logs" / "tools")
+    render.step(f"lab network {lab.ns}: try kafka-topics.sh --bootstrap-server kafka1:9092 --list")
     os.execvpe("ip", ["ip", "netns", "exec", lab.ns, "bash", "--norc", "-i"], env)
 
 
