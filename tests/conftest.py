@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from kafkalab import inventory, netns, topology
+from kafkalab import inventory, netns
 from kafkalab.paths import repo_root
 
 # testinfra's ansible backend calls ansible-inventory: use the venv's.
@@ -93,23 +93,3 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         yield c
     finally:
         c.kafkalab("down", "--purge", check=False)
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """testinfra tests take `host`: one run per machine of the default topology."""
-    if "host_name" in metafunc.fixturenames:
-        names = [m.name for m in topology.load().machines()]
-        metafunc.parametrize("host_name", names)
-
-
-@pytest.fixture
-def host(cluster: Cluster, host_name: str) -> Any:
-    import testinfra
-
-    return testinfra.get_host(f"ansible://{host_name}?ansible_inventory={cluster.inventory_path}")
-
-
-@pytest.fixture
-def hostvars(cluster: Cluster, host_name: str) -> dict[str, Any]:
-    """The inventory's variables for the host under test (what the tests expect)."""
-    return cluster.hosts[host_name]

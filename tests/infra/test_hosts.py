@@ -1,11 +1,10 @@
-"""testinfra: written once, run against any inventory (embedded now, VMs later).
+"""testinfra: written once, run against any inventory (embedded machines, VMs, molecule).
 
-Every expectation (ports, ids, paths) comes from the inventory's variables.
+Every expectation (ports, ids, paths) comes from the inventory's variables; see
+conftest.py beside this file for how to run it.
 """
 
 import pytest
-
-pytestmark = pytest.mark.cluster
 
 
 def var(host, name, default):
@@ -32,20 +31,22 @@ def test_base_image_tools(host):
     assert host.user("kafka").exists
 
 
-def test_lab_hosts_resolve(host, cluster):
+def test_lab_hosts_resolve(host, hostvars):
     hosts_file = host.file("/etc/hosts").content_string
-    for name, hv in cluster.hosts.items():
-        assert f"{hv['kafkalab_address']} {name}" in hosts_file
+    runner = host.backend.ansible_runner
+    for name in hostvars["groups"]["all"]:
+        address = runner.get_variables(name)["kafkalab_address"]
+        assert f"{address} {name}" in hosts_file
 
 
 def test_kafka_service_and_ports(host, hostvars):
-    if not {"kafka_broker", "kafka_controller"} & set(hostvars["groups"]):
+    if not {"kafka_broker", "kafka_controller"} & set(hostvars["group_names"]):
         pytest.skip("no Kafka on this host in this topology")
     kafka = host.service("kafka")
     assert kafka.is_running
     assert kafka.is_enabled
     addr = hostvars["kafkalab_address"]
-    if "kafka_broker" in hostvars["groups"]:
+    if "kafka_broker" in hostvars["group_names"]:
         assert host.socket(f"tcp://{addr}:9092").is_listening
     if var(host, "kafka_mode", "kraft") == "kraft":
         assert host.socket(f"tcp://{addr}:9093").is_listening
@@ -70,7 +71,7 @@ def test_node_id_everywhere(host, hostvars):
 
 
 def test_zookeeper_member(host, hostvars):
-    if "zookeeper" not in hostvars["groups"]:
+    if "zookeeper" not in hostvars["group_names"]:
         pytest.skip("no ZooKeeper on this host in this topology")
     assert host.service("zookeeper").is_running
     assert host.service("zookeeper").is_enabled
