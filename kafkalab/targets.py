@@ -42,6 +42,7 @@ class EmbeddedLab:
         self.state = state or state_dir()
         saved = self._saved()
         self.ns: str = os.environ.get("KAFKALAB_NETNS") or saved.get("netns") or "kafkalab"
+        self._owns_ns: bool = saved.get("owns_netns", True)
 
     # -- state --------------------------------------------------------------------------
 
@@ -108,6 +109,8 @@ class EmbeddedLab:
         self._ensure_key()
         machines = self.machines(topo)
         hosts = {m.name: m.address for m in machines}
+        # A namespace someone else made (a test harness running inside it) outlives the lab.
+        self._owns_ns = self._saved().get("owns_netns", not netns.exists(self.ns))
         netns.ensure(self.ns, topo.gateway(), hosts)
         prefix = ipaddress.ip_network(topo.network).prefixlen
         pubkey = self.key.with_suffix(".pub").read_text()
@@ -164,7 +167,9 @@ class EmbeddedLab:
             return
         for m in machines:
             m.unmount()
-        netns.delete(self.ns)
+        saved = self._saved()
+        if saved and saved.get("owns_netns", True):
+            netns.delete(self.ns)
         if self.state.exists():
             progress(f"removing {self.state}")
             shutil.rmtree(self.state)
@@ -180,7 +185,7 @@ class EmbeddedLab:
 
     def _save(self, topo: Topology) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
-        data = {"netns": self.ns, "topology": topo.model_dump()}
+        data = {"netns": self.ns, "owns_netns": self._owns_ns, "topology": topo.model_dump()}
         (self.state / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
 
     # -- reaching machines ----------------------------------------------------------------

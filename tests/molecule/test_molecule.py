@@ -1,0 +1,48 @@
+"""Each role's molecule scenario: converge, idempotence and the testinfra verifier,
+on an embedded machine inside a lab network namespace made for the run."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalab import artifacts, netns, topology
+from kafkalab.paths import repo_root
+
+pytestmark = pytest.mark.molecule
+BIN = Path(sys.executable).parent
+
+
+@pytest.mark.parametrize("role", ["common", "zookeeper", "kafka"])
+def test_molecule_scenario(role):
+    ns = f"klmol-{role}"
+    topo = topology.load()
+    netns.ensure(ns, topo.gateway(), {"kafka1": "10.77.0.11"})
+    env = dict(
+        os.environ,
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+        KAFKALAB_BIN=str(BIN / "kafkalab"),
+        KAFKALAB_NETNS=ns,
+        KAFKALAB_KAFKA_ARCHIVE=str(artifacts.resolve_kafka(topo.kafka_version)),
+        ANSIBLE_FORCE_COLOR="0",
+        PY_COLORS="0",
+    )
+    try:
+        proc = subprocess.run(
+            netns.wrap(ns, [str(BIN / "molecule"), "-c", "../../molecule/base.yml", "test"]),
+            cwd=repo_root() / "ansible" / "roles" / role,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        netns.delete(ns)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    for action in ("converge", "idempotence", "verify"):
+        assert f"[default > {action}] Executed: Successful" in out, out[-3000:]
+    assert "Verifier completed successfully" in out
+    assert re.search(r"=+ \d+ passed", out), out[-3000:]
