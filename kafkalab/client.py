@@ -30,7 +30,8 @@ def admin(bootstrap: str) -> AdminClient:
 def create_topic(
     bootstrap: str, name: str, partitions: int, rf: int, config: dict[str, str] | None = None
 ) -> None:
-    futures = admin(bootstrap).create_topics(
+    client = admin(bootstrap)  # keep it alive until the future resolves
+    futures = client.create_topics(
         [NewTopic(name, num_partitions=partitions, replication_factor=rf, config=config or {})],
         operation_timeout=30,
     )
