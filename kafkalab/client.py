@@ -43,14 +43,21 @@ def create_topic(
 
 
 def describe(bootstrap: str, topic: str, timeout: float = 15) -> list[PartitionInfo]:
-    md = admin(bootstrap).list_topics(topic=topic, timeout=timeout)
-    t = md.topics.get(topic)
-    if t is None or t.error is not None:
-        raise KafkalabError(f"topic {topic} not found ({t.error if t else 'no metadata'})")
-    return [
-        PartitionInfo(p.id, p.leader, list(p.replicas), list(p.isrs))
-        for p in sorted(t.partitions.values(), key=lambda p: p.id)
-    ]
+    """Partitions of `topic` with leader, replicas and ISR. A topic just created may take
+    a moment to reach every broker's metadata: unknown is retried until `timeout`."""
+    client = admin(bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        md = client.list_topics(topic=topic, timeout=timeout)
+        t = md.topics.get(topic)
+        if t is not None and t.error is None:
+            return [
+                PartitionInfo(p.id, p.leader, list(p.replicas), list(p.isrs))
+                for p in sorted(t.partitions.values(), key=lambda p: p.id)
+            ]
+        if time.monotonic() > deadline:
+            raise KafkalabError(f"topic {topic} not found ({t.error if t else 'no metadata'})")
+        time.sleep(0.5)
 
 
 def brokers(bootstrap: str, timeout: float = 15) -> dict[int, str]:
