@@ -9,7 +9,7 @@ import yaml
 
 from kafkalab.topology import Machine, Topology
 
-GROUPS = ("kafka_broker", "kafka_controller", "zookeeper", "spark", "ksqldb")
+GROUPS = ("kafka_broker", "kafka_controller", "zookeeper", "spark_master", "spark_worker", "ksqldb")
 
 
 def build(

@@ -16,7 +16,11 @@ from kafkalab.paths import repo_root
 # 3.9 is the last Kafka line with both KRaft and ZooKeeper; the launchers and roles
 # are written and tested against it.
 SUPPORTED_KAFKA_VERSIONS = ("3.9.0", "3.9.1", "3.9.2")
-EXTRA_HOSTS = {"spark": "spark1", "ksqldb": "ksql1"}
+# extra host -> (machine, inventory groups), cp-ansible style group names
+EXTRA_HOSTS = {
+    "spark": ("spark1", ["spark_master", "spark_worker"]),
+    "ksqldb": ("ksql1", ["ksqldb"]),
+}
 
 
 class Topology(BaseModel):
@@ -79,7 +83,8 @@ class Topology(BaseModel):
                 Machine(f"controller{i}", str(base + 30 + i), ["kafka_controller"], node_id=100 + i)
             )
         for n, extra in enumerate(self.extra_hosts, start=1):
-            out.append(Machine(EXTRA_HOSTS[extra], str(base + 20 + n), [extra]))
+            name, groups = EXTRA_HOSTS[extra]
+            out.append(Machine(name, str(base + 20 + n), list(groups)))
         return out
 
     def gateway(self) -> str:

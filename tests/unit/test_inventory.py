@@ -50,3 +50,12 @@ def test_write_is_stable(tmp_path):
     inventory.write(data, path)
     assert path.stat().st_mtime_ns == first
     assert inventory.load(path) == data
+
+
+def test_extra_hosts_get_cp_ansible_groups():
+    data = _inv(extra_hosts=["spark", "ksqldb"])
+    children = data["all"]["children"]
+    assert list(children["spark_master"]["hosts"]) == ["spark1"]
+    assert list(children["spark_worker"]["hosts"]) == ["spark1"]
+    assert list(children["ksqldb"]["hosts"]) == ["ksql1"]
+    assert children["ksqldb"]["hosts"]["ksql1"]["kafkalab_address"] == "10.77.0.22"
