@@ -44,6 +44,18 @@ def parse_recap(lines: list[str]) -> Recap:
     return recap
 
 
+def failure_detail(lines: list[str], keep: int = 12) -> str:
+    """The failed tasks with their result lines (the yaml callback indents them)."""
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if line.startswith(("fatal:", "failed:", "ERROR!")):
+            task = next((ln for ln in reversed(lines[:i]) if TASK.match(ln)), "")
+            out.append(task.rstrip("* "))
+            out.append(line)
+            out.extend(ln for ln in lines[i + 1 : i + 1 + keep] if ln.startswith(" "))
+    return "\n".join(out[-40:])
+
+
 def ansible_env() -> dict[str, str]:
     env = dict(os.environ)
     env["ANSIBLE_CONFIG"] = str(repo_root() / "ansible" / "ansible.cfg")
@@ -86,7 +98,6 @@ def run_playbook(
         code = proc.wait()
     recap = parse_recap(lines)
     if code != 0 or recap.failed:
-        failed = [ln for ln in lines if ln.startswith(("fatal:", "failed:", "ERROR!", "[ERROR]"))]
-        detail = "\n".join(failed[-5:]) or "\n".join(lines[-10:])
+        detail = failure_detail(lines) or "\n".join(lines[-10:])
         raise KafkalabError(f"provisioning failed (full log: {log}):\n{detail}")
     return recap

@@ -11,6 +11,7 @@ the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -88,7 +89,13 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     c = Cluster(mode, NETNS[mode], state, env, "")
     c.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     try:
-        c.up_output = c.kafkalab("up", "--mode", mode).stdout
+        up = c.kafkalab("up", "--mode", mode, check=False)
+        if up.returncode != 0:
+            keep = state.parent / f"failed-{c.ns}"  # the lab's logs outlive its purge
+            shutil.rmtree(keep, ignore_errors=True)
+            shutil.copytree(state / "logs", keep, dirs_exist_ok=True)
+            raise AssertionError(f"kafkalab up failed (logs: {keep}):\n{up.stdout}\n{up.stderr}")
+        c.up_output = up.stdout
         netns.enter(c.ns)
         yield c
     finally:

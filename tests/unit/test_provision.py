@@ -21,3 +21,18 @@ def test_task_lines_are_recognised():
         "kafka : Format KRaft storage"
     )
     assert provision.TASK.match("RUNNING HANDLER [kafka : Restart] **")
+
+
+def test_failure_detail_names_the_task_and_keeps_the_result():
+    lines = [
+        "TASK [kafka : Wait for the Kafka listener] ****",
+        "fatal: [kafka1]: FAILED! => ",
+        "    changed: false",
+        "    msg: Timeout when waiting for 10.77.0.11:9092",
+        "",
+        "PLAY RECAP ****",
+    ]
+    detail = provision.failure_detail(lines)
+    assert "TASK [kafka : Wait for the Kafka listener]" in detail
+    assert "msg: Timeout when waiting for 10.77.0.11:9092" in detail
+    assert "PLAY RECAP" not in detail
