@@ -54,6 +54,13 @@ class EmbeddedLab:
     def key(self) -> Path:
         return self.state / "ssh" / "id_ed25519"
 
+    @property
+    def control_dir(self) -> Path:
+        """This lab's ssh connection-sharing sockets (never shared with another lab)."""
+        path = self.state / "ssh" / "cm"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
     def _saved(self) -> dict[str, Any]:
         path = self.state / "lab.json"
         data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
@@ -126,7 +133,10 @@ class EmbeddedLab:
                 "ansible_user": "vagrant",
                 "ansible_become": True,
                 "ansible_ssh_private_key_file": str(self.key),
-                "ansible_ssh_common_args": SSH_ARGS,
+                # Every lab uses the same addresses in its own namespace: ssh connection
+                # sharing must never cross labs, so each lab has its own socket dirs.
+                "ansible_ssh_common_args": f"{SSH_ARGS} -o ControlPath={self.control_dir}/%C",
+                "ansible_control_path_dir": str(self.control_dir / "ansible"),
             },
             archive,
         )
@@ -198,7 +208,7 @@ class EmbeddedLab:
         """An ssh call to a machine, run inside the lab namespace."""
         m = self.machine(name)
         cmd = ["ssh", *SSH_ARGS.split(), "-i", str(self.key), "-o", "ControlMaster=auto"]
-        cmd += ["-o", "ControlPersist=30s", "-o", f"ControlPath={self.key.parent}/cm-%h"]
+        cmd += ["-o", "ControlPersist=30s", "-o", f"ControlPath={self.control_dir}/%C"]
         cmd += ["-t"] if tty else ["-T"]
         cmd += [f"vagrant@{m.address}", "--", *command]
         return netns.wrap(self.ns, cmd)
