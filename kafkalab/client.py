@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafkalab import netns
 from kafkalab.errors import KafkalabError
 
 
@@ -23,7 +24,23 @@ class PartitionInfo:
     isr: list[int]
 
 
+def in_lab_netns() -> bool:
+    """True when the calling thread is in a network namespace kafkalab named (/run/netns)."""
+    return netns.current() is not None
+
+
+def _guard() -> None:
+    # Lab addresses exist only inside the lab's namespace; from the host's namespace they
+    # would be someone else's private addresses. Never send a byte there.
+    if not in_lab_netns():
+        raise KafkalabError(
+            "refusing to talk to the lab from the host's network namespace: "
+            "run this inside the lab network (netns.run_in / kafkalab shell)"
+        )
+
+
 def admin(bootstrap: str) -> AdminClient:
+    _guard()
     return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
 
 
@@ -86,6 +103,7 @@ def produce_keyed(
         else:
             acked.append((msg.partition(), msg.offset(), msg.key().decode()))
 
+    _guard()
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **(extra or {})})
     for i in range(count):
         producer.produce(topic, key=f"key-{i % 10}", value=str(i), on_delivery=done)
@@ -100,6 +118,7 @@ def consume_all(
     bootstrap: str, topic: str, expected: int, group: str, timeout: float = 60
 ) -> list[tuple[int, int, str, str]]:
     """Read from the beginning until `expected` records or the timeout."""
+    _guard()
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -124,6 +143,7 @@ def consume_all(
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    _guard()
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkalab-offsets"})
     try:
         return {

@@ -123,6 +123,22 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
     return result[0]
 
 
+def current() -> str | None:
+    """The name of the named namespace the calling thread is in, if any."""
+    try:
+        here = os.stat("/proc/thread-self/ns/net").st_ino
+        names = list(NETNS_RUN.iterdir()) if NETNS_RUN.exists() else []
+    except OSError:
+        return None
+    for path in names:
+        try:
+            if path.stat().st_ino == here:
+                return path.name
+        except OSError:
+            continue
+    return None
+
+
 def enter(ns: str) -> None:
     """Move the calling thread (e.g. a test session's main thread) into `ns`."""
     _setns(ns)

@@ -22,7 +22,7 @@ from kafkalab.topology import Topology
 
 SSH_ARGS = (
     "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
-    "-o ConnectTimeout=10"
+    "-o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
 )
 # Settings that cannot change under an existing lab without losing its data.
 FIXED = ("mode", "network", "controllers")

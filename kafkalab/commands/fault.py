@@ -1,8 +1,190 @@
 """`kafkalab fault ...` and `kafkalab scenario ...`: fault injection and verdicts."""
 
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from kafkalab import faults, render, scenarios
+from kafkalab.targets import EmbeddedLab
 
 fault_app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
 scenario_app = typer.Typer(
     help="Failover scenarios with a no-data-loss verdict.", no_args_is_help=True
 )
+
+Host = Annotated[str, typer.Argument(help="a Kafka machine, e.g. kafka2")]
+
+
+@fault_app.command()
+def kill(host: Host) -> None:
+    """SIGKILL the broker; systemd restarts nothing until `fault start` or `fault heal`."""
+    faults.kill(EmbeddedLab(), host)
+    render.ok(f"{host}: broker killed (SIGKILL); it stays down until `kafkalab fault heal`")
+
+
+@fault_app.command()
+def stop(host: Host) -> None:
+    """Clean shutdown of the broker (SIGTERM: leadership moves first)."""
+    faults.stop(EmbeddedLab(), host)
+    render.ok(f"{host}: broker stopped cleanly; `kafkalab fault start {host}` brings it back")
+
+
+@fault_app.command()
+def start(host: Host) -> None:
+    """Start a killed or stopped broker again."""
+    faults.start(EmbeddedLab(), host)
+    render.ok(f"{host}: broker starting (it rejoins the ISR once it has caught up)")
+
+
+@fault_app.command()
+def pause(
+    host: Host,
+    for_: Annotated[
+        str | None, typer.Option("--for", help="resume after this long, e.g. 20s; default: heal")
+    ] = None,
+) -> None:
+    """SIGSTOP the broker (SIGCONT after --for, or at `fault resume`/`fault heal`)."""
+    lab = EmbeddedLab()
+    seconds = faults.parse_duration(for_) if for_ is not None else None
+    faults.pause(lab, host)
+    if seconds is None:
+        render.ok(f"{host}: broker paused (SIGSTOP); `kafkalab fault heal` resumes it")
+        return
+    render.step(f"{host}: broker paused (SIGSTOP) for {seconds:g}s")
+    try:
+        time.sleep(seconds)
+    finally:
+        faults.resume(lab, host)
+    render.ok(f"{host}: broker resumed (SIGCONT)")
+
+
+@fault_app.command()
+def resume(host: Host) -> None:
+    """SIGCONT a paused broker."""
+    faults.resume(EmbeddedLab(), host)
+    render.ok(f"{host}: broker resumed (SIGCONT)")
+
+
+@fault_app.command()
+def isolate(host: Host) -> None:
+    """Cut the machine off the lab network, both directions (`fault heal` undoes it)."""
+    faults.isolate(EmbeddedLab(), host)
+    render.ok(f"{host}: isolated from the lab network; `kafkalab fault heal` reconnects it")
+
+
+@fault_app.command()
+def heal(
+    hosts: Annotated[list[str] | None, typer.Argument(help="machines; default: all")] = None,
+) -> None:
+    """Undo every fault: reconnect, resume, start what was killed or stopped."""
+    for h in faults.heal(EmbeddedLab(), hosts or None):
+        render.ok(f"{h.host}: {', '.join(h.actions)}" if h.actions else f"{h.host}: no fault")
+
+
+@scenario_app.command("list")
+def list_() -> None:
+    """The shipped scenarios: what each breaks and what it expects."""
+    render.table(
+        "failover scenarios",
+        ["name", "modes", "expects", "what happens"],
+        [
+            (s.name, ", ".join(s.modes), s.expect.summary(), s.description)
+            for s in scenarios.catalog()
+        ],
+    )
+
+
+@scenario_app.command()
+def show(name: Annotated[str, typer.Argument(help="scenario name or .yml file")]) -> None:
+    """Print a scenario's definition (topic, producer, fault schedule, expectation)."""
+    typer.echo(scenarios.source(name), nl=False)
+
+
+@scenario_app.command()
+def run(
+    name: Annotated[str, typer.Argument(help="scenario name (`scenario list`) or a .yml file")],
+    records: Annotated[
+        int | None, typer.Option(help="send at least this many records (default: the scenario's)")
+    ] = None,
+    rate: Annotated[int | None, typer.Option(help="records per second while faults run")] = None,
+    mode: Annotated[
+        str | None, typer.Option(help="the mode this run needs: kraft or zookeeper")
+    ] = None,
+    report: Annotated[Path | None, typer.Option(help="write the full report as JSON here")] = None,
+    keep_topic: Annotated[bool, typer.Option(help="keep the scenario's topic afterwards")] = False,
+) -> None:
+    """Run a scenario against the lab and give the verdict (exit 1 when it fails)."""
+    scenario = scenarios.load(name)
+    result = scenarios.run(
+        EmbeddedLab(),
+        scenario,
+        records=records,
+        rate=rate,
+        mode=mode,
+        keep_topic=keep_topic,
+        progress=render.step,
+    )
+    data = scenarios.to_dict(result)
+    _render_result(data)
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(data, indent=2) + "\n")
+        render.step(f"report: {report}")
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+def _secs(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}s"
+
+
+def _render_result(data: dict[str, Any]) -> None:
+    d, sends, rec = data["delivery"], data["sends"], data["recovery"]
+    each = rec["each"]
+    rows = [
+        ("acked", d["acked"]),
+        ("consumed", d["consumed"]),
+        ("lost (acked, not consumed)", d["lost"]),
+        ("duplicates (ids read twice or more)", d["duplicates"]),
+        ("out of order", d["out_of_order"]),
+        ("sent / failed sends", f"{sends['sent']} / {sends['failed']}"),
+        ("longest time without an ack", _secs(sends["max_ack_gap_s"])),
+        ("every partition led again after", _secs(rec["leader_s"])),
+        ("ISR full again after", _secs(rec["isr_s"])),
+    ]
+    if rec["controller_s"] is not None:
+        rows.append(("new active controller after", _secs(rec["controller_s"])))
+    if rec["isr_shrink_s"] is not None:
+        rows.append(("ISR shrank after", _secs(rec["isr_shrink_s"])))
+    for label in ("leader_s", "isr_s"):
+        if len(each.get(label, [])) > 1:
+            name = "leader" if label == "leader_s" else "ISR"
+            rows.append(
+                (f"{name} recovery, each fault", ", ".join(f"{v:.1f}" for v in each[label]))
+            )
+    rows.append(("cluster healthy after the schedule", _secs(rec["healthy_after_s"])))
+    title = f"{data['scenario']} on {data['lab']} ({data['mode']}), {data['seconds']:.0f}s"
+    render.table(title, ["figure", "value"], rows)
+    if d["lost"]:
+        render.table(
+            f"lost records (first {min(d['lost'], 20)} of {d['lost']})",
+            ["id", "partition", "offset acked", "key"],
+            [(r["id"], r["partition"], r["offset"], r["key"]) for r in d["lost_records"][:20]],
+        )
+    expect = data["expect"]
+    if data["passed"]:
+        verdict = (
+            "no acknowledged record lost"
+            if not d["lost"]
+            else (f"{d['lost']} acknowledged records lost, which this scenario allows")
+        )
+        render.ok(f"PASS (expected: loss {expect['loss']}): {verdict}")
+    else:
+        for reason in data["reasons"]:
+            render.fail(reason)
+        render.fail(f"FAIL (expected loss {expect['loss']}, duplicates {expect['duplicates']})")

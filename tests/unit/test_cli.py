@@ -53,3 +53,28 @@ def test_status_without_a_lab(tmp_path):
     proc = kafkalab(tmp_path, "status", "--json")
     assert proc.returncode == 0
     assert '"lab": null' in proc.stdout
+
+
+def test_clients_refuse_the_host_namespace():
+    import ctypes
+    import threading
+
+    from kafkalab import client
+    from kafkalab.errors import KafkalabError
+
+    seen: list[object] = []
+
+    def in_host_namespace():
+        # A namespace of its own that no lab made (the suite's main thread may be in one).
+        assert ctypes.CDLL(None, use_errno=True).unshare(netns.CLONE_NEWNET) == 0
+        seen.append(client.in_lab_netns())
+        try:
+            client.admin("10.77.0.11:9092")
+        except KafkalabError as exc:
+            seen.append(exc)
+
+    t = threading.Thread(target=in_host_namespace)
+    t.start()
+    t.join()
+    assert seen[0] is False
+    assert "host's network namespace" in str(seen[1])

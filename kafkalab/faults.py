@@ -1,0 +1,189 @@
+"""Faults on lab machines: kill, stop, start, pause, resume, isolate, heal.
+
+Broker faults act on the machine's `kafka` systemd unit through a login on it. A
+killed or stopped broker stays down until `start` or `heal`: before the signal a
+runtime drop-in (`Restart=no`, under /run, gone at reboot) tells systemd not to
+restart it. `isolate` downs the machine's lab-side veth inside the lab's own network
+namespace, which cuts both directions; nothing outside that namespace is touched.
+`heal` undoes every fault on every machine and is safe to run at any time.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+
+from kafkalab import inventory, netns
+from kafkalab.errors import KafkalabError
+from kafkalab.targets import EmbeddedLab
+
+DROPIN_DIR = "/run/systemd/system/kafka.service.d"
+DROPIN = f"{DROPIN_DIR}/kafkalab-fault.conf"
+KAFKA_GROUPS = ("kafka_broker", "kafka_controller")
+
+# Keep systemd from restarting the broker until `start`/`heal` removes the drop-in.
+_HOLD = (
+    f"sudo mkdir -p {DROPIN_DIR} && "
+    f"printf '[Service]\\nRestart=no\\n' | sudo tee {DROPIN} >/dev/null && "
+    "sudo systemctl daemon-reload"
+)
+_MUST_RUN = "systemctl is-active --quiet kafka || { echo 'kafka is not running' >&2; exit 3; }"
+_WAIT_DOWN = (
+    "{ for _ in $(seq 100); do systemctl is-active --quiet kafka || exit 0; sleep 0.1; done; "
+    "echo 'kafka still active 10s after the signal' >&2; exit 4; }"
+)
+# The JVM is the unit's main process; signalling the whole cgroup fails in nspawn (EIO).
+_SIGNAL = "sudo systemctl kill --kill-whom=main --signal="
+_RELEASE = (
+    f"if [ -e {DROPIN} ]; then sudo rm -f {DROPIN} && sudo systemctl daemon-reload; fi; "
+    "sudo systemctl reset-failed kafka 2>/dev/null; true"
+)
+_PAUSED = (
+    "pid=$(systemctl show -p MainPID --value kafka); "
+    '[ "$pid" != 0 ] && ps -o stat= -p "$pid" | grep -q T'
+)
+
+SCRIPTS = {
+    "kill": f"{_MUST_RUN}; {_HOLD} && {_SIGNAL}SIGKILL kafka && {_WAIT_DOWN}",
+    "stop": f"{_MUST_RUN}; {_HOLD} && sudo systemctl stop kafka",
+    "start": f"{_RELEASE}; systemctl is-active --quiet kafka || sudo systemctl start kafka",
+    "pause": f"{_MUST_RUN}; {_SIGNAL}SIGSTOP kafka",
+    "resume": f"{_MUST_RUN}; {_SIGNAL}SIGCONT kafka",
+    # One pass that undoes kill, stop and pause; prints what it did.
+    "heal": (
+        f"if {_PAUSED}; then {_SIGNAL}SIGCONT kafka && echo resumed; fi; "
+        f"held=$([ -e {DROPIN} ] && echo 1); {_RELEASE}; "
+        "if ! systemctl is-active --quiet kafka; then sudo systemctl start kafka && echo started; "
+        'elif [ -n "$held" ]; then echo released; fi'
+    ),
+}
+
+
+@dataclass
+class Healed:
+    host: str
+    actions: list[str]
+
+
+def kafka_hosts(lab: EmbeddedLab) -> list[str]:
+    """The lab's hosts that run a Kafka broker or controller, in inventory order."""
+    if not lab.inventory_path.exists():
+        raise KafkalabError("no lab here yet: run `kafkalab up`")
+    hosts = inventory.hosts(inventory.load(lab.inventory_path))
+    return [h for h, hv in hosts.items() if any(g in KAFKA_GROUPS for g in hv["groups"])]
+
+
+def _check_kafka_host(lab: EmbeddedLab, host: str) -> None:
+    machine = lab.machine(host)  # raises with the known names
+    if host not in kafka_hosts(lab):
+        raise KafkalabError(f"{host} runs no Kafka broker or controller; nothing to fault there")
+    if not machine.running():
+        raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
+
+
+def _remote(lab: EmbeddedLab, host: str, action: str, timeout: float = 60) -> str:
+    if isolated(lab, host):
+        # ssh would wait on its shared connection for as long as TCP retries: say it now.
+        raise KafkalabError(
+            f"{action} on {host}: cannot reach it, it is isolated (`kafkalab fault heal` first)"
+        )
+    script = SCRIPTS[action]
+    try:
+        proc = subprocess.run(
+            lab.login_command(host, ["bash", "-c", script]),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise KafkalabError(f"{action} on {host}: no answer within {timeout:.0f}s") from exc
+    if proc.returncode == 255:
+        raise KafkalabError(
+            f"{action} on {host}: cannot reach it over ssh (isolated? `kafkalab fault heal`)"
+        )
+    if proc.returncode != 0:
+        detail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise KafkalabError(f"{action} on {host}: {detail[0]}")
+    return proc.stdout
+
+
+def kill(lab: EmbeddedLab, host: str) -> None:
+    """SIGKILL the broker; systemd leaves it down until `start` or `heal`."""
+    _check_kafka_host(lab, host)
+    _remote(lab, host, "kill")
+
+
+def stop(lab: EmbeddedLab, host: str) -> None:
+    """Clean shutdown (SIGTERM, controlled shutdown); returns when the broker is down."""
+    _check_kafka_host(lab, host)
+    _remote(lab, host, "stop", timeout=240)  # the unit's TimeoutStopSec is 180 s
+
+
+def start(lab: EmbeddedLab, host: str) -> None:
+    """Start a killed or stopped broker again (returns at once; it needs a while to join)."""
+    _check_kafka_host(lab, host)
+    _remote(lab, host, "start")
+
+
+def pause(lab: EmbeddedLab, host: str) -> None:
+    """SIGSTOP the broker's JVM: alive for the kernel, silent for everyone else."""
+    _check_kafka_host(lab, host)
+    _remote(lab, host, "pause")
+
+
+def resume(lab: EmbeddedLab, host: str) -> None:
+    """SIGCONT a paused broker."""
+    _check_kafka_host(lab, host)
+    _remote(lab, host, "resume")
+
+
+def isolate(lab: EmbeddedLab, host: str) -> None:
+    """Cut the machine off the lab network, both directions (its lab-side link goes down)."""
+    machine = lab.machine(host)
+    if not machine.running():
+        raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
+    netns.link_set(lab.ns, machine.veth, "down")
+
+
+def isolated(lab: EmbeddedLab, host: str) -> bool:
+    """Whether the machine's lab-side link is administratively down."""
+    dev = lab.machine(host).veth
+    proc = subprocess.run(
+        ["ip", "-n", lab.ns, "-o", "link", "show", "dev", dev], capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        return False  # no link: the machine is not running
+    flags = re.search(r"<([^>]*)>", proc.stdout)
+    return flags is not None and "UP" not in flags.group(1).split(",")
+
+
+def heal(lab: EmbeddedLab, hosts: list[str] | None = None) -> list[Healed]:
+    """Undo every fault: links up, paused brokers resumed, stopped/killed ones started."""
+    names = hosts or [m.name for m in lab.machines()]
+    brokers = kafka_hosts(lab)
+    out: list[Healed] = []
+    for name in names:
+        machine = lab.machine(name)
+        actions: list[str] = []
+        if not machine.running():
+            out.append(Healed(name, ["machine not running: `kafkalab up` starts it"]))
+            continue
+        if isolated(lab, name):
+            netns.link_set(lab.ns, machine.veth, "up")
+            actions.append("reconnected")
+        if name in brokers:
+            actions += _remote(lab, name, "heal", timeout=120).split()
+        out.append(Healed(name, actions))
+    return out
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds from `20`, `20s`, `500ms`, `2m` (a number is seconds)."""
+    if isinstance(text, int | float):
+        return float(text)
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
+    if not m:
+        raise KafkalabError(f"not a duration: {text!r} (use e.g. 20s, 500ms, 2m)")
+    value, unit = float(m.group(1)), m.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
