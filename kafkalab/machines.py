@@ -103,7 +103,8 @@ class EmbeddedMachine:
             NETWORK_UNIT.format(link=self.link, address=self.address, prefix=prefix),
         )
         hosts = self.root / "etc/hosts"
-        line = f"127.0.1.1 {self.name}"
+        # Its own name resolves to its lab address (not 127.0.1.1, where nothing listens).
+        line = f"{self.address} {self.name}"
         current = hosts.read_text() if hosts.exists() else "127.0.0.1 localhost\n"
         if line not in current.splitlines():
             hosts.write_text(current.rstrip("\n") + f"\n{line}\n")
