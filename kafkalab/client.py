@@ -41,7 +41,14 @@ def _guard() -> None:
 
 def admin(bootstrap: str) -> AdminClient:
     _guard()
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000})
+    # Asking about a topic must never create it (brokers auto-create for learners).
+    return AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "socket.timeout.ms": 10000,
+            "allow.auto.create.topics": False,
+        }
+    )
 
 
 def create_topic(

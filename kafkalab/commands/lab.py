@@ -1,5 +1,52 @@
 """`kafkalab lab ...`: list, start, check, solve, reset labs (see labs/)."""
 
+from typing import Annotated
+
 import typer
 
+from kafkalab import labs_runner, render
+
 app = typer.Typer(help="Labs for learners: list, start, check, solve, reset.", no_args_is_help=True)
+
+LabRef = Annotated[str, typer.Argument(help="lab number or name, e.g. 03 or consumer-groups")]
+
+
+@app.command("list")
+def list_() -> None:
+    """Every lab, one line each, with your progress (not started / in progress / passed)."""
+    render.table(
+        "labs (kafkalab lab start NN)",
+        ["lab", "title", "runs on", "brokers", "state"],
+        labs_runner.rows(),
+    )
+
+
+@app.command()
+def start(lab: LabRef) -> None:
+    """Bring the cluster to the lab's starting state and show where its README is."""
+    labs_runner.start(lab)
+
+
+@app.command()
+def check(lab: LabRef) -> None:
+    """Check on the cluster what the lab asks for; say what is still missing."""
+    if not labs_runner.check(lab):
+        raise typer.Exit(1)
+
+
+@app.command()
+def solve(
+    lab: LabRef,
+    reset: Annotated[
+        bool, typer.Option(help="start from the lab's starting state (--no-reset: from here)")
+    ] = True,
+) -> None:
+    """Run the reference solution step by step, printing each command and its output."""
+    if not labs_runner.solve(lab, from_start=reset):
+        raise typer.Exit(1)
+
+
+@app.command()
+def reset(lab: LabRef) -> None:
+    """Back to the lab's starting state (no re-provisioning): a fresh try."""
+    labs_runner.reset(lab)

@@ -1,0 +1,373 @@
+"""The check kinds a lab.yml may use: here topics, records, keys and consumer groups;
+brokers, replicas, leaders and the metadata quorum in labs_checks_failover. Each looks at
+the cluster itself (metadata, offsets, committed offsets, records read back), never at
+log text, and says what is missing in the learner's words.
+
+A kind is a function `(ctx, params) -> Verdict`, its params model (validated when the lab
+is loaded), a title (what it checks, in one line) and, for checks that compare with how
+things were when the lab started, a baseline function whose result `lab start` keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kafkalab.errors import KafkalabError
+
+if TYPE_CHECKING:
+    from kafkalab.labs_cluster import LabContext
+
+
+@dataclass
+class Verdict:
+    problems: list[str] = field(default_factory=list)  # empty: passed
+    facts: list[str] = field(default_factory=list)  # what was seen, shown either way
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class Kind:
+    params: type[BaseModel]
+    title: Callable[[Any, str], str]  # (params, mode) -> one line
+    run: Callable[[LabContext, Any], Verdict]
+    baseline: Callable[[LabContext, Any], dict[str, Any]] | None = None
+
+
+KINDS: dict[str, Kind] = {}
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def validate(kind: str, params: dict[str, Any], where: str) -> BaseModel:
+    if kind not in KINDS:
+        raise KafkalabError(
+            f"{where}: unknown check kind {kind!r}; kinds: {', '.join(sorted(KINDS))}"
+        )
+    try:
+        return KINDS[kind].params(**params)
+    except ValidationError as exc:
+        parts = []
+        for e in exc.errors():
+            loc = ".".join(str(p) for p in e["loc"]) or kind
+            msg = "unknown setting" if e["type"] == "extra_forbidden" else e["msg"]
+            parts.append(f"{loc}: {msg.removeprefix('Value error, ')}")
+        raise KafkalabError(f"{where} ({kind}): " + "; ".join(parts)) from None
+
+
+# -- Java's default partitioner, to say where a key lands and why ------------------------
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as unsigned 32 bits."""
+    m, r = 0x5BD1E995, 24
+    h = (0x9747B28C ^ len(data)) & 0xFFFFFFFF
+    whole = len(data) // 4 * 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> r
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    tail = data[whole:]
+    if len(tail) == 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h
+
+
+def java_partition(key: str, partitions: int) -> int:
+    """The partition the Java producer (kafka-console-producer.sh) picks for a key."""
+    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
+
+
+# -- topics and records ------------------------------------------------------------------
+
+
+def kind(
+    name: str,
+    params: type[BaseModel],
+    title: Callable[[Any, str], str],
+    baseline: Callable[[LabContext, Any], dict[str, Any]] | None = None,
+) -> Callable[[Callable[[LabContext, Any], Verdict]], Callable[[LabContext, Any], Verdict]]:
+    def register(fn: Callable[[LabContext, Any], Verdict]) -> Callable[[LabContext, Any], Verdict]:
+        KINDS[name] = Kind(params, title, fn, baseline)
+        return fn
+
+    return register
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class TopicParams(Params):
+    topic: str
+    partitions: int | None = Field(None, ge=1)
+    replication_factor: int | None = Field(None, ge=1)
+    config: dict[str, str] = Field(default_factory=dict)  # set on the topic itself
+
+
+def _topic_title(p: TopicParams, _mode: str) -> str:
+    bits = [plural(p.partitions, "partition")] if p.partitions else []
+    if p.replication_factor:
+        bits.append(f"replication factor {p.replication_factor}")
+    bits += [f"{k}={v}" for k, v in p.config.items()]
+    return f"topic {p.topic} exists" + (f" ({', '.join(bits)})" if bits else "")
+
+
+@kind("topic", TopicParams, _topic_title)
+def topic(ctx: LabContext, p: TopicParams) -> Verdict:
+    from confluent_kafka.admin import ConfigResource, ConfigSource
+
+    t = ctx.topic(p.topic)
+    if t is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    v = Verdict()
+    parts = list(t.partitions.values())
+    if p.partitions and len(parts) != p.partitions:
+        v.problems.append(
+            f"topic {p.topic} has {plural(len(parts), 'partition')}, the lab wants {p.partitions}"
+        )
+    rf = len(parts[0].replicas) if parts else 0
+    if p.replication_factor and rf != p.replication_factor:
+        v.problems.append(
+            f"topic {p.topic} has replication factor {rf}, the lab wants {p.replication_factor}"
+        )
+    if p.config:
+        dynamic = ConfigSource.DYNAMIC_TOPIC_CONFIG
+        res = ConfigResource(ConfigResource.Type.TOPIC, p.topic)
+        entries = ctx.admin().describe_configs([res])[res].result(timeout=15)
+        for name, want in p.config.items():
+            e = entries.get(name)
+            if e is None or e.source not in (dynamic, dynamic.value):
+                now = f" (the brokers' default applies: {e.value})" if e is not None else ""
+                v.problems.append(f"{name} is not set on topic {p.topic}{now}; set it to {want}")
+            elif e.value != want:
+                v.problems.append(f"{name} of topic {p.topic} is {e.value}, the lab wants {want}")
+    return v
+
+
+class RecordsParams(Params):
+    topic: str
+    values: list[str] = Field(default_factory=list)  # each must be there
+    ordered: bool = False  # ... in one partition, in this order
+    min_count: int = Field(0, ge=0)  # at least this many (matching key/value_prefix)
+    key: str | None = None
+    value_prefix: str | None = None
+
+
+def _records_title(p: RecordsParams, _mode: str) -> str:
+    what = []
+    if p.values:
+        what.append(", ".join(p.values) + (" (in this order)" if p.ordered else ""))
+    if p.min_count:
+        which = "records"
+        if p.value_prefix:
+            which += f" whose value starts with {p.value_prefix!r}"
+        if p.key:
+            which += f" with key {p.key!r}"
+        what.append(f"at least {p.min_count} {which}")
+    return f"topic {p.topic} holds " + " and ".join(what or ["records"])
+
+
+@kind("records", RecordsParams, _records_title)
+def records(ctx: LabContext, p: RecordsParams) -> Verdict:
+    if ctx.topic(p.topic) is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    recs = ctx.records(p.topic)
+    v = Verdict()
+    matching = [
+        r
+        for r in recs
+        if (p.key is None or r.key == p.key)
+        and (p.value_prefix is None or r.value.startswith(p.value_prefix))
+    ]
+    if len(matching) < max(p.min_count, 1 if not p.values else 0):
+        v.problems.append(
+            f"topic {p.topic} holds {plural(len(matching), 'such record')}, "
+            f"the lab wants at least {max(p.min_count, 1)}"
+        )
+    values = [r.value for r in recs]
+    missing = [x for x in p.values if x not in values]
+    if missing:
+        v.problems.append(
+            f"no record with value {', '.join(repr(x) for x in missing)} in topic {p.topic}"
+        )
+    elif p.values and p.ordered:
+        by_part: dict[int, list[str]] = {}
+        for r in sorted(recs, key=lambda r: (r.partition, r.offset)):
+            by_part.setdefault(r.partition, []).append(r.value)
+        if not any(_subsequence(p.values, vs) for vs in by_part.values()):
+            v.problems.append(
+                f"{', '.join(p.values)} are in topic {p.topic}, but not in this "
+                "order in one partition"
+            )
+    v.facts.append(f"{plural(len(recs), 'record')} in {p.topic}")
+    return v
+
+
+def _subsequence(want: list[str], have: list[str]) -> bool:
+    it = iter(have)
+    return all(any(h == w for h in it) for w in want)
+
+
+class KeysParams(Params):
+    topic: str
+    keys: dict[str, list[str]] = Field(min_length=1)  # key -> its values, in produce order
+    partitioner: Literal["murmur2", "any"] = "murmur2"
+
+
+def _keys_title(p: KeysParams, _mode: str) -> str:
+    return (
+        f"keys {', '.join(p.keys)} of topic {p.topic} each stay in one partition, "
+        "in the order they were produced"
+    )
+
+
+@kind("keys", KeysParams, _keys_title)
+def keys(ctx: LabContext, p: KeysParams) -> Verdict:
+    t = ctx.topic(p.topic)
+    if t is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    n = len(t.partitions)
+    recs = sorted(ctx.records(p.topic), key=lambda r: (r.partition, r.offset))
+    v = Verdict()
+    for key, want in p.keys.items():
+        mine = [r for r in recs if r.key == key]
+        if not mine:
+            v.problems.append(f"no record with key {key!r} in {p.topic} yet")
+            continue
+        parts = sorted({r.partition for r in mine})
+        if len(parts) > 1:
+            v.problems.append(
+                f"records with key {key!r} are spread over partitions "
+                f"{', '.join(map(str, parts))}: a key keeps its partition only while the "
+                "partition count stays the same"
+            )
+            continue
+        expected = java_partition(key, n)
+        if p.partitioner == "murmur2" and parts[0] != expected:
+            v.problems.append(
+                f"key {key!r} is in partition {parts[0]}, but kafka-console-producer.sh puts it in "
+                f"partition {expected} (murmur2 of the key mod {n}): produce it with "
+                "--property parse.key=true after the partitions were added"
+            )
+            continue
+        if not _subsequence(want, [r.value for r in mine]):
+            v.problems.append(
+                f"key {key!r}: the values {', '.join(want)} are not all there in "
+                f"this order (found: {', '.join(r.value for r in mine)})"
+            )
+            continue
+        v.facts.append(f"{key} -> partition {parts[0]}")
+    return v
+
+
+# -- consumer groups -------------------------------------------------------------------------
+
+
+class GroupParams(Params):
+    group: str
+    topic: str
+
+
+@kind(
+    "group_caught_up",
+    GroupParams,
+    lambda p, _m: f"consumer group {p.group} has read everything in {p.topic}",
+)
+def group_caught_up(ctx: LabContext, p: GroupParams) -> Verdict:
+    t = ctx.topic(p.topic)
+    if t is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    n = len(t.partitions)
+    committed = ctx.committed(p.group, p.topic, n)
+    if not committed:
+        return Verdict(
+            [
+                f"group {p.group} has not committed any offset on {p.topic}: "
+                "no consumer of that group has read it yet"
+            ]
+        )
+    v = Verdict()
+    total = 0
+    for part, (_lo, end) in sorted(ctx.end_offsets(p.topic, n).items()):
+        done = committed.get(part)
+        if done is None:
+            if end > 0:
+                v.problems.append(
+                    f"partition {part}: group {p.group} has read none of its "
+                    f"{plural(end, 'record')}"
+                )
+            continue
+        total += end - done
+        if done < end:
+            v.problems.append(
+                f"partition {part}: {plural(end - done, 'record')} not read yet (lag {end - done})"
+            )
+    v.facts.append(f"total lag {total}")
+    return v
+
+
+class GroupKeyParams(Params):
+    group: str
+    topic: str
+    key: str
+
+
+@kind(
+    "group_read_only_key",
+    GroupKeyParams,
+    lambda p, _m: (
+        f"consumer group {p.group} read only what came after it started "
+        f"(the {p.key!r} records), none of the older records"
+    ),
+)
+def group_read_only_key(ctx: LabContext, p: GroupKeyParams) -> Verdict:
+    t = ctx.topic(p.topic)
+    if t is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    committed = ctx.committed(p.group, p.topic, len(t.partitions))
+    keyed = [r for r in ctx.records(p.topic) if r.key == p.key]
+    if not keyed:
+        return Verdict([f"no record with key {p.key!r} in {p.topic} yet"])
+    if not committed:
+        return Verdict(
+            [
+                f"group {p.group} has not committed any offset: start its consumer "
+                f"first, then produce the {p.key!r} records while it runs"
+            ]
+        )
+    first: dict[int, int] = {}
+    for r in keyed:
+        first[r.partition] = min(first.get(r.partition, r.offset), r.offset)
+    v = Verdict()
+    others = sorted(set(committed) - set(first))
+    if others:
+        v.problems.append(
+            f"group {p.group} committed offsets on partition(s) {', '.join(map(str, others))}, "
+            f"where no {p.key!r} record is: it read older records too (auto.offset.reset=earliest?)"
+        )
+    for part, off in sorted(committed.items()):
+        if part in first and off <= first[part]:
+            v.problems.append(
+                f"partition {part}: group {p.group} stopped before the {p.key!r} records"
+            )
+    v.facts.append("committed: " + ", ".join(f"p{k}@{o}" for k, o in sorted(committed.items())))
+    return v

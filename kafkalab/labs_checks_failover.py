@@ -1,0 +1,222 @@
+"""Check kinds about brokers, replicas, leaders and the metadata quorum: what failover
+labs look at. Registered in labs_checks.KINDS on import (kafkalab.labs imports this).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from kafkalab.labs_checks import Params, Verdict, kind, plural
+from kafkalab.labs_quorum import metadata_leader
+
+if TYPE_CHECKING:
+    from kafkalab.labs_cluster import LabContext
+
+
+# -- brokers, replicas, leaders --------------------------------------------------------------
+
+
+class NoParams(Params):
+    pass
+
+
+@kind("brokers_up", NoParams, lambda _p, _m: "every broker is up and registered")
+def brokers_up(ctx: LabContext, _p: NoParams) -> Verdict:
+    live = ctx.live_brokers()
+    return Verdict(
+        [
+            f"broker {i} ({h}) is down: start it (sudo systemctl start kafka on {h})"
+            for i, h in sorted(ctx.brokers.items())
+            if i not in live
+        ]
+    )
+
+
+class TopicOnly(Params):
+    topic: str
+
+
+@kind(
+    "isr_full", TopicOnly, lambda p, _m: f"every replica of {p.topic} is in sync (ISR = replicas)"
+)
+def isr_full(ctx: LabContext, p: TopicOnly) -> Verdict:
+    t = ctx.topic(p.topic)
+    if t is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    v = Verdict()
+    for part in sorted(t.partitions.values(), key=lambda x: x.id):
+        out = [r for r in part.replicas if r not in part.isrs]
+        if out:
+            who = ", ".join(f"{r} ({ctx.host_of(r)})" for r in out)
+            v.problems.append(
+                f"partition {part.id}: replica {who} is not in the ISR "
+                f"(ISR: {', '.join(map(str, part.isrs))})"
+            )
+    return v
+
+
+@kind(
+    "preferred_leaders",
+    TopicOnly,
+    lambda p, _m: f"every partition of {p.topic} is led by its preferred leader",
+)
+def preferred_leaders(ctx: LabContext, p: TopicOnly) -> Verdict:
+    t = ctx.topic(p.topic)
+    if t is None:
+        return Verdict([f"there is no topic {p.topic} yet"])
+    v = Verdict()
+    for part in sorted(t.partitions.values(), key=lambda x: x.id):
+        want = part.replicas[0]
+        if part.leader != want:
+            v.problems.append(
+                f"partition {part.id} is led by {part.leader} "
+                f"({ctx.host_of(part.leader)}), its preferred leader is {want} "
+                f"({ctx.host_of(want)})"
+            )
+    return v
+
+
+class AckedParams(Params):
+    topic: str
+    acked_file: str  # in the lab's work dir: one acknowledged record per line
+    min_acked: int = Field(1, ge=1)
+    min_epochs: int = Field(2, ge=2)  # leader_changes only
+
+
+def _acked(ctx: LabContext, p: AckedParams) -> tuple[list[str], Verdict]:
+    path = ctx.workdir / p.acked_file
+    acked = (
+        [ln.split()[0] for ln in path.read_text().splitlines() if ln.strip()]
+        if (path.exists())
+        else []
+    )
+    if len(acked) < p.min_acked:
+        return acked, Verdict(
+            [
+                f"{plural(len(acked), 'acknowledged record')} noted in {path}; "
+                f"run the lab's producer.py (it notes each one) for at least "
+                f"{p.min_acked}"
+            ]
+        )
+    return acked, Verdict()
+
+
+@kind(
+    "no_acked_loss",
+    AckedParams,
+    lambda p, _m: f"every acknowledged record of {p.topic} can be read back (none lost)",
+)
+def no_acked_loss(ctx: LabContext, p: AckedParams) -> Verdict:
+    acked, v = _acked(ctx, p)
+    if not v.ok:
+        return v
+    seen = Counter(r.value for r in ctx.records(p.topic))
+    lost = [a for a in dict.fromkeys(acked) if a not in seen]
+    dups = sum(n - 1 for a, n in seen.items() if n > 1 and a in set(acked))
+    v.facts.append(f"acknowledged {len(set(acked))}, lost {len(lost)}, duplicates {dups}")
+    if lost:
+        v.problems.append(
+            f"{plural(len(lost), 'acknowledged record')} cannot be read back "
+            f"(lost): {', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}"
+        )
+    return v
+
+
+@kind(
+    "leader_changes",
+    AckedParams,
+    lambda p, _m: (
+        f"{p.topic} acknowledged records under {p.min_epochs} leaders of one "
+        "partition: the producer ran through a failover"
+    ),
+)
+def leader_changes(ctx: LabContext, p: AckedParams) -> Verdict:
+    acked, v = _acked(ctx, p)
+    if not v.ok:
+        return v
+    wanted = set(acked)
+    epochs: dict[int, set[int]] = {}
+    for r in ctx.records(p.topic):
+        if r.value in wanted and r.leader_epoch is not None:
+            epochs.setdefault(r.partition, set()).add(r.leader_epoch)
+    most = max((len(e) for e in epochs.values()), default=0)
+    v.facts.append(
+        "leader epochs: " + ", ".join(f"p{k}: {sorted(e)}" for k, e in sorted(epochs.items()))
+    )
+    if most < p.min_epochs:
+        v.problems.append(
+            "every partition took all the acknowledged records from one leader: "
+            "stop the leader's broker while producer.py runs"
+        )
+    return v
+
+
+# -- who leads the metadata -----------------------------------------------------------------
+
+
+def _metadata_title(_p: NoParams, mode: str) -> str:
+    if mode == "zookeeper":
+        return "a new ZooKeeper leader took over since the lab started"
+    return "a new active controller (KRaft quorum leader) took over since the lab started"
+
+
+def _metadata_baseline(ctx: LabContext, _p: NoParams) -> dict[str, Any]:
+    now = metadata_leader(ctx, replication=False)
+    return {"leader": now.leader, "epoch": now.epoch}
+
+
+@kind("metadata_leader_changed", NoParams, _metadata_title, baseline=_metadata_baseline)
+def metadata_leader_changed(ctx: LabContext, p: NoParams) -> Verdict:
+    then = ctx.baseline.get("metadata_leader_changed") or {}
+    now = metadata_leader(ctx, replication=False)
+    what = "ZooKeeper leader" if ctx.topo.mode == "zookeeper" else "active controller"
+    service = "zookeeper" if ctx.topo.mode == "zookeeper" else "kafka"
+    if now.leader is None:
+        return Verdict(
+            [
+                f"there is no {what} right now (an election may be under way, or too "
+                "few members run): wait a few seconds, start what you stopped"
+            ]
+        )
+    v = Verdict(
+        facts=[
+            f"{what}: {now.leader}, epoch {now.epoch} (at the start: "
+            f"{then.get('leader')}, epoch {then.get('epoch')})"
+        ]
+    )
+    if then.get("epoch") is None or now.epoch is None or now.epoch <= then["epoch"]:
+        v.problems.append(
+            f"the {what} is still {now.leader}, as when the lab started: stop "
+            f"{service} on {now.leader} (sudo systemctl stop {service}) and "
+            "watch another member take over"
+        )
+    return v
+
+
+def _healthy_title(_p: NoParams, mode: str) -> str:
+    if mode == "zookeeper":
+        return "every ZooKeeper server serves again (one leader, the others followers)"
+    return "every controller is back in the quorum and caught up"
+
+
+@kind("metadata_quorum_healthy", NoParams, _healthy_title)
+def metadata_quorum_healthy(ctx: LabContext, _p: NoParams) -> Verdict:
+    now = metadata_leader(ctx)
+    v = Verdict(facts=[", ".join(f"{h}: {m}" for h, m in sorted(now.members.items()))])
+    service = "zookeeper" if now.mode == "zookeeper" else "kafka"
+    if now.leader is None:
+        v.problems.append("no leader right now: start what you stopped and wait a few seconds")
+    for host, state in sorted(now.members.items()):
+        if state == "down":
+            v.problems.append(
+                f"{host} does not answer: start it (sudo systemctl start {service} on {host})"
+            )
+    for host, lag in sorted(now.lagging.items()):
+        v.problems.append(
+            f"{host} is not caught up with the leader yet (lag {lag}): start it "
+            "if it is stopped, or wait a few seconds"
+        )
+    return v

@@ -1,0 +1,281 @@
+"""Lab definitions: every shipped lab loads; a bad lab.yml gives one clear line; the
+cluster a lab needs is checked before anything runs. No cluster needed (seconds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafkalab import labs, labs_checks, labs_quorum, labs_runner
+from kafkalab.errors import KafkalabError
+from kafkalab.topology import Topology
+
+GOOD = {
+    "title": "Tiny",
+    "goal": "a topic",
+    "needs": {"brokers": 1},
+    "setup": {"topics": [{"name": "tiny"}], "records": [{"topic": "tiny", "count": 2}]},
+    "steps": [{"title": "list", "run": "kafka-topics.sh --bootstrap-server kafka1:9092 --list"}],
+    "checks": [{"kind": "topic", "topic": "tiny"}],
+}
+
+
+def make_lab(
+    root: Path, definition: dict | str, name: str = "07-tiny", readme: bool = True
+) -> Path:
+    path = root / name
+    path.mkdir(parents=True)
+    text = definition if isinstance(definition, str) else yaml.safe_dump(definition)
+    (path / "lab.yml").write_text(text)
+    if readme:
+        (path / "README.md").write_text("# Tiny\n")
+    return path
+
+
+def changed(**updates) -> dict:
+    data = json.loads(json.dumps(GOOD))
+    for key, value in updates.items():
+        data[key] = value
+    return data
+
+
+def test_shipped_labs_load():
+    found = labs.discover()
+    bad = [x for x in found if isinstance(x, KafkalabError)]
+    assert not bad, bad
+    ids = [x.id for x in found if isinstance(x, labs.Lab)]
+    assert ids[:6] == ["01", "02", "03", "04", "05", "06"]
+    assert ids == sorted(set(ids))
+    for lab in found:
+        assert isinstance(lab, labs.Lab)
+        assert lab.readme.read_text().startswith(f"# Lab {lab.id}")
+        assert "## Check" in lab.readme.read_text()
+        assert f"lab check {lab.id}" in lab.readme.read_text()
+
+
+def test_find_by_number_or_name():
+    assert labs.find("3").slug == "03-consumer-groups"
+    assert labs.find("03").slug == "03-consumer-groups"
+    assert labs.find("consumer-groups").slug == "03-consumer-groups"
+    assert labs.find("labs/03-consumer-groups/").slug == "03-consumer-groups"
+    with pytest.raises(KafkalabError, match=r"no lab '99'; labs: 01 \(first-topic\)"):
+        labs.find("99")
+
+
+def test_a_good_tiny_lab(tmp_path):
+    lab = labs.load(make_lab(tmp_path, GOOD))
+    assert (lab.id, lab.title, lab.topics()) == ("07", "Tiny", ["tiny"])
+    assert lab.spec.needs.modes == ["kraft", "zookeeper"]
+
+
+@pytest.mark.parametrize(
+    ("definition", "expected"),
+    [
+        ("title: [unclosed", "07-tiny/lab.yml: not valid YAML"),
+        ("- a list", "expected a mapping"),
+        (changed(colour="blue"), "07-tiny/lab.yml: colour: unknown setting"),
+        (changed(needs={"modes": ["kraftt"]}), "needs.modes[0]: Input should be 'kraft' or"),
+        (changed(needs={"brokers": 0}), "needs.brokers: Input should be greater than or equal"),
+        (changed(steps=[]), "steps: List should have at least 1 item"),
+        (changed(checks=[{"kind": "nope"}]), "checks[0]: unknown check kind 'nope'; kinds:"),
+        (changed(checks=[{"kind": "topic"}]), "checks[0] (topic): topic: Field required"),
+        (
+            changed(checks=[{"kind": "topic", "topic": "t", "partitons": 3}]),
+            "checks[0] (topic): partitons: unknown setting",
+        ),
+        (
+            changed(steps=[{"title": "two", "run": "true", "sleep": 3}]),
+            "steps[0]: a step does exactly one of run, python, wait, sleep, until (got run, sleep)",
+        ),
+        (changed(steps=[{"title": "none"}]), "(got none)"),
+        (
+            changed(steps=[{"title": "w", "wait": "producer"}]),
+            "waits for 'producer', which no earlier step started in the background",
+        ),
+        (
+            changed(steps=[{"title": "p", "python": "missing.py --x"}]),
+            "python script missing.py is not in 07-tiny/",
+        ),
+        (
+            changed(steps=[{"title": "x", "run": "true", "machine": "{{ who_knows }}"}]),
+            "unknown placeholder",
+        ),
+        (
+            changed(steps=[{"title": "x", "run": "true", "machine": "kafka3"}]),
+            "kafka3 is not there when the lab needs only 1 broker(s)",
+        ),
+        (
+            changed(setup={"topics": [{"name": "t", "replication_factor": 3}]}),
+            "replication factor 3 needs needs.brokers: 3 or more (it says 1)",
+        ),
+        (
+            changed(setup={"topics": [{"name": "t", "partitions": 2, "replicas": [[1]]}]}),
+            "replicas lists 1 partitions, partitions is 2",
+        ),
+        (
+            changed(setup={"records": [{"topic": "elsewhere", "count": 1}]}),
+            "records go to topic 'elsewhere', which setup does not create",
+        ),
+        (
+            changed(
+                setup={
+                    "topics": [{"name": "t"}],
+                    "records": [{"topic": "t", "count": 1, "value": "{n}"}],
+                }
+            ),
+            "only {i} may be used",
+        ),
+        (changed(env={"b-var": "x"}), "'b-var' is not a shell variable name"),
+        (
+            changed(steps=[{"title": "x", "run": "true", "machine": "spark1"}]),
+            "spark1 runs on a lab only with needs.extra_hosts: [spark]",
+        ),
+        (
+            changed(steps=[{"title": "x", "run": "true", "machine": "db1"}]),
+            "unknown machine 'db1'",
+        ),
+    ],
+)
+def test_bad_definition_is_one_clear_line(tmp_path, definition, expected):
+    with pytest.raises(KafkalabError) as err:
+        labs.load(make_lab(tmp_path, definition))
+    message = str(err.value)
+    assert expected in message
+    assert "\n" not in message
+    assert message.startswith("07-tiny")
+
+
+def test_folder_name_and_readme_are_required(tmp_path):
+    with pytest.raises(KafkalabError, match="a lab folder is named NN-name"):
+        labs.load(make_lab(tmp_path, GOOD, name="tiny"))
+    with pytest.raises(KafkalabError, match=r"no README\.md for the learner"):
+        labs.load(make_lab(tmp_path, GOOD, name="08-tiny", readme=False))
+
+
+def test_a_broken_lab_does_not_hide_the_others(tmp_path):
+    make_lab(tmp_path, GOOD, name="01-good")
+    make_lab(tmp_path, "title: [", name="02-broken")
+    found = labs.discover(tmp_path)
+    assert isinstance(found[0], labs.Lab)
+    assert isinstance(found[1], KafkalabError)
+    assert labs.find("01", tmp_path).title == "Tiny"
+
+
+def topo(**kw) -> Topology:
+    return Topology(**kw)
+
+
+def test_cluster_requirements_are_checked_first(tmp_path):
+    lab04 = labs.find("04")
+    with pytest.raises(KafkalabError, match=r"no cluster here yet: run `kafkalab up` first"):
+        labs_runner.require(None, lab04)
+    with pytest.raises(
+        KafkalabError,
+        match=r"replication factor 3 is larger than the number "
+        r"of brokers \(1\)",
+    ):
+        labs_runner.require(topo(brokers=1), lab04)
+    kraft_only = labs.load(make_lab(tmp_path, changed(needs={"modes": ["kraft"]})))
+    with pytest.raises(
+        KafkalabError,
+        match=r"runs on a kraft cluster; this one is zookeeper.*`kafkalab up --mode kraft`",
+    ):
+        labs_runner.require(topo(mode="zookeeper"), kraft_only)
+    three = labs.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three"))
+    with pytest.raises(
+        KafkalabError, match="needs 3 brokers; this cluster has 2: run `kafkalab up --brokers 3`"
+    ):
+        labs_runner.require(topo(brokers=2), three)
+    spark = labs.load(make_lab(tmp_path, changed(needs={"extra_hosts": ["spark"]}), "09-spark"))
+    with pytest.raises(
+        KafkalabError,
+        match=r"needs the spark host\(s\) this cluster does not "
+        r"have: run `kafkalab up --with spark`",
+    ):
+        labs_runner.require(topo(), spark)
+    assert labs_runner.require(topo(extra_hosts=["spark"]), spark).extra_hosts == ["spark"]
+    assert labs_runner.require(topo(), lab04).brokers == 3
+
+
+def kafkalab(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, KAFKALAB_STATE=str(state), KAFKALAB_NETNS="kllabsunit", COLUMNS="200")
+    return subprocess.run(
+        [sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True, env=env
+    )
+
+
+def test_cli_list_and_refusals(tmp_path):
+    proc = kafkalab(tmp_path / "state", "lab", "list")
+    assert proc.returncode == 0, proc.stderr
+    assert "03" in proc.stdout and "Consumer groups" in proc.stdout
+    assert proc.stdout.count("not started") == len(labs.folders())
+    proc = kafkalab(tmp_path / "state", "lab", "start", "04")
+    assert proc.returncode == 2
+    assert "no cluster here yet" in proc.stderr and "Traceback" not in proc.stderr
+    state = tmp_path / "one-broker"
+    state.mkdir()
+    saved = {"netns": "kllabsunit", "topology": topo(brokers=1).model_dump()}
+    (state / "lab.json").write_text(json.dumps(saved))
+    proc = kafkalab(state, "lab", "start", "05")
+    assert proc.returncode == 2
+    assert "replication factor 3 is larger than the number of brokers (1)" in proc.stderr
+    proc = kafkalab(state, "lab", "check", "nine")
+    assert proc.returncode == 2 and "no lab 'nine'" in proc.stderr
+    assert not (state / "labs").exists()  # nothing ran
+
+
+def test_progress_is_kept_per_lab(tmp_path):
+    progress = labs.Progress(tmp_path)
+    lab = labs.find("01")
+    assert progress.state(lab) == "not started"
+    progress.set(lab, "in progress", baseline={"x": 1})
+    progress.set(lab, "passed")
+    assert progress.state(lab) == "passed"
+    assert progress.get(lab)["baseline"] == {"x": 1}
+    assert progress.workdir(lab) == tmp_path / "labs" / "01-first-topic"
+
+
+def test_murmur2_matches_kafka_and_the_lab_script():
+    # seed 004: keys 1..5 over two partitions -> 2 and 5 in partition 0, 1, 3, 4 in partition 1
+    assert [labs_checks.java_partition(k, 2) for k in "12345"] == [1, 0, 1, 1, 0]
+    # org.apache.kafka.common.utils.UtilsTest#testMurmur2
+    cases = {
+        "21": -973932308,
+        "foobar": -790332482,
+        "a-little-bit-long-string": -985981536,
+        "a-little-bit-longer-string": -1486304829,
+        "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    }
+    for text, signed in cases.items():
+        assert labs_checks.murmur2(text.encode()) == signed & 0xFFFFFFFF
+    script = labs.find("02").path / "where.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--partitions", "3", "alice", "carol"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "alice: murmur2 = 0x74504595" in out and "mod 3 = partition 0" in out
+    assert "carol" in out and "partition 2" in out.splitlines()[1]
+
+
+def test_quorum_table_is_parsed():
+    text = (
+        "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\t"
+        "LastCaughtUpTimestamp\tStatus  \t\n"
+        "2     \tAAAAAAAAAAAAAAAAAAAAAA\t722         \t0  \t1795308217798     \t1795308217798"
+        "        \tLeader  \t\n"
+        "1     \tAAAAAAAAAAAAAAAAAAAAAA\t722         \t0  \t1795308217320     \t1795308217320"
+        "        \tFollower\t\n"
+    )
+    rows = labs_quorum._table(text)
+    assert [(r["NodeId"], r["Status"], r["Lag"]) for r in rows] == [
+        ("2", "Leader", "0"),
+        ("1", "Follower", "0"),
+    ]
