@@ -14,7 +14,7 @@ test-fast: setup
 	.venv/bin/pytest -m "not cluster and not molecule and not slow"
 
 lint:
-	.venv/bin/ruff check kafkalab tests bench
+	.venv/bin/ruff check kafkalab tests bench labs
 	cd ansible && ../.venv/bin/ansible-lint --profile production
 
 down:
