@@ -119,13 +119,8 @@ class EmbeddedLab:
         # A namespace someone else made (a test harness running inside it) outlives the lab.
         self._owns_ns = self._saved().get("owns_netns", not netns.exists(self.ns))
         netns.ensure(self.ns, topo.gateway(), hosts)
-        prefix = ipaddress.ip_network(topo.network).prefixlen
-        pubkey = self.key.with_suffix(".pub").read_text()
-        for m in machines:
-            m.prepare(base, prefix, pubkey)
-            m.start(self.ns)
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
-        wait_ssh(self.ns, machines)
+        self._boot(machines, base, topo)
         self._save(topo)
         data = inventory.build(
             topo,
@@ -158,14 +153,16 @@ class EmbeddedLab:
         if topo is None:
             raise KafkalabError("no lab here yet: run `kafkalab up`")
         chosen = [m for m in self.machines() if names is None or m.name in names]
-        for m in chosen:
-            m.prepare(
-                image.rootfs(),
-                ipaddress.ip_network(topo.network).prefixlen,
-                self.key.with_suffix(".pub").read_text(),
-            )
+        self._boot(chosen, image.rootfs(), topo)
+
+    def _boot(self, machines: list[EmbeddedMachine], base: Path, topo: Topology) -> None:
+        """Mount, personalise and start machines, then wait for their sshd."""
+        prefix = ipaddress.ip_network(topo.network).prefixlen
+        pubkey = self.key.with_suffix(".pub").read_text()
+        for m in machines:
+            m.prepare(base, prefix, pubkey)
             m.start(self.ns)
-        wait_ssh(self.ns, chosen)
+        wait_ssh(self.ns, machines)
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:
         machines = self.machines()
