@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -56,9 +58,19 @@ class EmbeddedLab:
 
     @property
     def control_dir(self) -> Path:
-        """This lab's ssh connection-sharing sockets (never shared with another lab)."""
-        path = self.state / "ssh" / "cm"
-        path.mkdir(parents=True, exist_ok=True)
+        """This lab's ssh connection-sharing sockets (never shared with another lab).
+
+        Unix socket paths are limited to 108 bytes and ssh appends a 40-character hash
+        plus a random suffix, so the sockets live under a short per-user /tmp directory
+        keyed by a hash of the lab's state path, not inside the (possibly deep) state dir.
+        """
+        digest = hashlib.sha1(str(self.state.resolve()).encode()).hexdigest()[:12]
+        base = Path(tempfile.gettempdir()) / f"kafkalab-{os.getuid()}"
+        base.mkdir(mode=0o700, exist_ok=True)
+        if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
+            raise KafkalabError(f"{base} must be a private directory owned by you (mode 700)")
+        path = base / digest
+        path.mkdir(mode=0o700, exist_ok=True)
         return path
 
     def _saved(self) -> dict[str, Any]:
@@ -177,6 +189,7 @@ class EmbeddedLab:
         saved = self._saved()
         if saved and saved.get("owns_netns", True):
             netns.delete(self.ns)
+        shutil.rmtree(self.control_dir, ignore_errors=True)
         if self.state.exists():
             progress(f"removing {self.state}")
             shutil.rmtree(self.state)
