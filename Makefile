@@ -14,7 +14,7 @@ test-fast: setup
 	.venv/bin/pytest -m "not cluster and not molecule and not slow"
 
 lint:
-	.venv/bin/ruff check kafkalab tests bench labs
+	.venv/bin/ruff check kafkalab tests bench labs spark
 	cd ansible && ../.venv/bin/ansible-lint --profile production
 
 down:

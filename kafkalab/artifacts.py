@@ -123,33 +123,48 @@ def parse_sha512(text: str) -> str:
     )
 
 
-def sha512_of(path: Path) -> str:
-    digest = hashlib.sha512()
+def file_digest(path: Path, algorithm: str) -> str:
     with path.open("rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
+
+
+def verify_digest(
+    archive: Path,
+    checksum: Path,
+    algorithm: str,
+    parse: Callable[[str], str],
+    where: str,
+) -> None:
+    """Check `archive` against the digest `parse` reads from `checksum`; errors say what to do.
+
+    `where` tells where the checksum file comes from (it is fetched with the archive)."""
+    if not checksum.exists():
+        raise KafkalabError(
+            f"{archive} has no checksum file: put {checksum.name} ({where}) at {checksum}"
+        )
+    try:
+        expected = parse(checksum.read_text())
+    except KafkalabError as exc:
+        raise KafkalabError(f"{checksum}: {exc}") from None
+    actual = file_digest(archive, algorithm)
+    if actual != expected:
+        label = algorithm.upper().replace("SHA", "SHA-")
+        raise KafkalabError(
+            f"{archive} does not match {checksum.name} ({label} {actual[:16]}..., expected"
+            f" {expected[:16]}...): the download is incomplete or corrupt. Delete it and"
+            f" fetch the {_kind(archive)} and its {checksum.suffix} again."
+        )
+
+
+def _kind(archive: Path) -> str:
+    return "tarball" if archive.name.endswith(".tgz") else "archive"
 
 
 def verify_sha512(tgz: Path, checksum: Path | None = None) -> None:
     """Check `tgz` against its `.sha512` (default: the file next to it)."""
     checksum = checksum or tgz.with_name(tgz.name + ".sha512")
-    if not checksum.exists():
-        raise KafkalabError(
-            f"{tgz} has no checksum file: put {checksum.name} (from the same place as the"
-            f" tarball, e.g. https://archive.apache.org/dist/kafka/) at {checksum}"
-        )
-    try:
-        expected = parse_sha512(checksum.read_text())
-    except KafkalabError as exc:
-        raise KafkalabError(f"{checksum}: {exc}") from None
-    actual = sha512_of(tgz)
-    if actual != expected:
-        raise KafkalabError(
-            f"{tgz} does not match {checksum.name} (SHA-512 {actual[:16]}..., expected"
-            f" {expected[:16]}...): the download is incomplete or corrupt. Delete it and"
-            " fetch the tarball and its .sha512 again."
-        )
+    where = "from the same place as the tarball, e.g. https://archive.apache.org/dist/kafka/"
+    verify_digest(tgz, checksum, "sha512", parse_sha512, where)
 
 
 # --- mirror ------------------------------------------------------------------------------

@@ -10,11 +10,13 @@ from typing import Annotated
 
 import typer
 
-from kafkalab import artifacts, image, render, topology
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image, render, topology
 from kafkalab import doctor as doctor_mod
+from kafkalab import spark as spark_mod
 from kafkalab import status as status_mod
 from kafkalab.commands import fault as fault_cmd
 from kafkalab.commands import lab as lab_cmd
+from kafkalab.commands import spark as spark_cmd
 from kafkalab.errors import KafkalabError
 from kafkalab.targets import EmbeddedLab
 
@@ -28,6 +30,7 @@ app = typer.Typer(
 app.add_typer(lab_cmd.app, name="lab")
 app.add_typer(fault_cmd.fault_app, name="fault")
 app.add_typer(fault_cmd.scenario_app, name="scenario")
+app.add_typer(spark_cmd.app, name="spark")
 
 TopologyFile = Annotated[
     Path | None, typer.Option("--topology", "-t", help="topology file (default: lab.yml)")
@@ -75,7 +78,11 @@ def down(
     purge: Annotated[bool, typer.Option(help="also delete machines, data and the network")] = False,
 ) -> None:
     """Stop the machines (data kept), or remove everything with --purge."""
-    EmbeddedLab().down(purge, render.step)
+    lab = EmbeddedLab()
+    lab.down(purge, render.step)
+    if purge:
+        # A new lab's topics start at offset 0: old Spark checkpoints would skip records.
+        spark_mod.forget_checkpoints(lab.ns)
     render.ok("lab removed" if purge else "machines stopped (data kept; `kafkalab up` resumes)")
 
 
@@ -142,12 +149,21 @@ def shell(
 
 
 @app.command()
-def fetch(topology_file: TopologyFile = None) -> None:
-    """Fill the cache (Kafka artifact, base image) so `up` needs no network."""
-    topo = topology.load(topology_file)
+def fetch(
+    topology_file: TopologyFile = None,
+    with_: Annotated[
+        str | None, typer.Option("--with", help="also the extra hosts' artifacts: spark,ksqldb")
+    ] = None,
+) -> None:
+    """Fill the cache (Kafka artifact, base image, Spark) so `up` needs no network."""
+    topo = topology.load(topology_file, {"extra_hosts": with_.split(",") if with_ else None})
     archive = artifacts.resolve_kafka(topo.kafka_version, progress=render.step)
     render.ok(f"Kafka {topo.kafka_version}: {archive}")
     render.ok(f"base image: {image.ensure_image(render.step)}")
+    if "spark" in topo.extra_hosts:
+        render.ok(f"Spark: {artifacts_spark.resolve_spark(progress=render.step)}")
+    if "ksqldb" in topo.extra_hosts:
+        render.ok(f"ksqlDB: {artifacts_ksqldb.resolve_ksqldb()}")
 
 
 @app.command()

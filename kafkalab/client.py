@@ -142,8 +142,10 @@ def consume_all(
             msg = consumer.poll(1.0)
             if msg is None or msg.error():
                 continue
-            key = msg.key().decode() if msg.key() else ""
-            out.append((msg.partition(), msg.offset(), key, msg.value().decode()))
+            raw_key, value = msg.key(), msg.value() or b""
+            key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
+            value_text = value.decode() if isinstance(value, bytes) else value
+            out.append((msg.partition() or 0, msg.offset() or 0, key, value_text))
     finally:
         consumer.close()
     return out

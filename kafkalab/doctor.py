@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import artifacts, image
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image
 from kafkalab.paths import cache_root
 
 
@@ -80,4 +80,25 @@ def run() -> list[Check]:
             f"kafka_2.13-<version>.tgz and its .sha512 into {artifacts.cache_dir()}",
         )
     )
+    checks += optional()
     return checks
+
+
+def optional() -> list[Check]:
+    """What only some labs need (Spark, ksqlDB, VMs): reported, never a failure."""
+    spark = artifacts.cache_dir() / artifacts_spark.archive_name()
+    ksqldb = artifacts_ksqldb.cached()
+    return [
+        Check(
+            "spark artifact (optional)",
+            True,
+            str(spark) if spark.exists() else "not cached",
+            "" if spark.exists() else "`kafkalab fetch --with spark` (labs 07, --with spark)",
+        ),
+        Check(
+            "ksqldb archive (optional)",
+            True,
+            str(ksqldb) if ksqldb else "not cached",
+            "" if ksqldb else artifacts_ksqldb.missing_message(),
+        ),
+    ]

@@ -17,9 +17,11 @@ def build(
     connection: dict[str, Any],
     kafka_archive: Path | None,
     address_of: dict[str, str] | None = None,
+    archives: dict[str, Path] | None = None,
 ) -> dict[str, Any]:
     """Inventory data: `connection` holds per-target settings (user, key, ssh args);
-    `address_of` maps a host to how Ansible reaches it when that is not its lab address."""
+    `address_of` maps a host to how Ansible reaches it when that is not its lab address;
+    `archives` maps a role's archive variable (e.g. spark_archive) to its file in the cache."""
     address_of = address_of or {}
     children: dict[str, Any] = {group: {"hosts": {}} for group in GROUPS}
     zk_ids = 0
@@ -38,6 +40,7 @@ def build(
     }
     if kafka_archive is not None:
         vars_["kafka_archive"] = str(kafka_archive)
+    vars_.update({var: str(path) for var, path in (archives or {}).items()})
     return {"all": {"vars": vars_, "children": {g: c for g, c in children.items() if c["hosts"]}}}
 
 

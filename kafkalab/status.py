@@ -10,7 +10,14 @@ from typing import Any
 from kafkalab import client, inventory, netns
 from kafkalab.targets import EmbeddedLab
 
-SERVICES = {"kafka_broker": "kafka", "kafka_controller": "kafka", "zookeeper": "zookeeper"}
+SERVICES = {
+    "kafka_broker": "kafka",
+    "kafka_controller": "kafka",
+    "zookeeper": "zookeeper",
+    "spark_master": "spark-master",
+    "spark_worker": "spark-worker",
+    "ksqldb": "ksqldb",
+}
 
 
 def zk_mode(address: str, timeout: float = 2.0) -> str | None:

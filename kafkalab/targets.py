@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalab import artifacts, image, inventory, netns, provision
+from kafkalab import (
+    artifacts,
+    artifacts_ksqldb,
+    artifacts_spark,
+    image,
+    inventory,
+    netns,
+    provision,
+)
 from kafkalab.errors import KafkalabError
 from kafkalab.machines import EmbeddedMachine, stop_all, wait_ssh
 from kafkalab.paths import state_dir
@@ -124,6 +132,7 @@ class EmbeddedLab:
         start = time.monotonic()
         self.check_compatible(topo)
         archive = artifacts.resolve_kafka(topo.kafka_version, progress=progress)
+        extra_archives = self._extra_archives(topo, progress)
         base = image.ensure_image(progress)
         self._ensure_key()
         machines = self.machines(topo)
@@ -146,6 +155,7 @@ class EmbeddedLab:
                 "ansible_control_path_dir": str(self.control_dir / "ansible"),
             },
             archive,
+            archives=extra_archives,
         )
         inventory.write(data, self.inventory_path)
         if not provision_hosts:
@@ -175,6 +185,17 @@ class EmbeddedLab:
             m.prepare(base, prefix, pubkey)
             m.start(self.ns)
         wait_ssh(self.ns, machines)
+
+    @staticmethod
+    def _extra_archives(topo: Topology, progress: Callable[[str], None]) -> dict[str, Path]:
+        """The Spark and ksqlDB archives the extra hosts need, found (or built) before any
+        machine boots: a missing one is an error that says where to put it."""
+        found: dict[str, Path] = {}
+        if "spark" in topo.extra_hosts:
+            found["spark_archive"] = artifacts_spark.resolve_spark(progress=progress)
+        if "ksqldb" in topo.extra_hosts:
+            found["ksqldb_archive"] = artifacts_ksqldb.resolve_ksqldb()
+        return found
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:
         machines = self.machines()

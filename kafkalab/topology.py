@@ -57,7 +57,8 @@ class Topology(BaseModel):
     @field_validator("extra_hosts")
     @classmethod
     def _unique(cls, value: list[str]) -> list[str]:
-        return list(dict.fromkeys(value))
+        # Canonical order, so an extra host keeps its address however the list is written.
+        return [extra for extra in EXTRA_HOSTS if extra in value]
 
     @model_validator(mode="after")
     def _mode_fits(self) -> Topology:

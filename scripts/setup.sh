@@ -38,5 +38,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 
-say "fetching artifacts (Kafka, base image) into the cache"
-.venv/bin/kafkalab fetch
+say "fetching artifacts (Kafka, base image, Spark) into the cache"
+.venv/bin/kafkalab fetch --with spark

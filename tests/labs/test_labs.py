@@ -9,35 +9,11 @@ zookeeper) keep one cluster per mode for the whole session. Durations and reset 
 
 from __future__ import annotations
 
-import json
-import re
-import time
-
 import pytest
 
+from tests.labs.helpers import start_check_solve_reset
+
 pytestmark = pytest.mark.cluster
-
-RESET_LIMIT = 30.0  # seconds, with every broker up (no re-provisioning, no restart)
-
-
-def listed_state(cluster, lab: str) -> str:
-    """The lab's state as `kafkalab lab list` shows it."""
-    out = cluster.kafkalab("lab", "list").stdout
-    row = next(line for line in out.splitlines() if re.search(rf"│ {lab}\s+│", line))
-    return next(s for s in ("not started", "in progress", "passed") if s in row)
-
-
-def saved_state(cluster, lab: str) -> str:
-    """The same, read from the state file (no CLI start-up)."""
-    data = json.loads((cluster.state / "labs" / "state.json").read_text())
-    return next(v["state"] for k, v in data.items() if k.startswith(f"{lab}-"))
-
-
-def check(cluster, lab: str) -> tuple[bool, str]:
-    proc = cluster.kafkalab("lab", "check", lab, check=False)
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stderr
-    return proc.returncode == 0, proc.stdout
 
 
 @pytest.mark.parametrize("lab", ["01", "06"])
@@ -51,32 +27,10 @@ def test_lab_on_kraft(cluster, lab):
     start_check_solve_reset(cluster, lab)
 
 
-def start_check_solve_reset(cluster, lab: str) -> None:
-    out = cluster.kafkalab("lab", "start", lab).stdout
-    assert f"lab {lab} is ready" in out
-    assert f"labs/{lab}-" in out and "README.md" in out
-    assert saved_state(cluster, lab) == "in progress"
-
-    passed, out = check(cluster, lab)
-    assert not passed, out
-    assert "not passed yet" in out and "✗" in out
-
-    # solve ends with the same check `lab check` runs: its verdict is in the output
-    solved = cluster.kafkalab("lab", "solve", lab, "--no-reset", check=False)
-    assert solved.returncode == 0, solved.stdout[-4000:] + solved.stderr
-    assert "$ " in solved.stdout  # every command is printed before its output
-    assert solved.stdout.rstrip().endswith(f"lab {lab} passed"), solved.stdout[-2000:]
-    assert "✗" not in solved.stdout.split("— checking")[-1]
-    assert listed_state(cluster, lab) == "passed"
-
-    started = time.monotonic()
-    out = cluster.kafkalab("lab", "reset", lab).stdout
-    wall = time.monotonic() - started
-    took = float(re.search(r"starting state \((\d+\.\d)s\)", out).group(1))
-    print(f"lab {lab} ({cluster.mode}): reset {took:.1f}s (CLI wall {wall:.1f}s)")
-    assert took < RESET_LIMIT, out
-    assert "provision" not in out
-    assert saved_state(cluster, lab) == "in progress"
-
-    passed, out = check(cluster, lab)
-    assert not passed, out
+@pytest.mark.parametrize("cluster", ["kraft"], indirect=True)
+@pytest.mark.parametrize(("lab", "host"), [("07", "spark"), ("08", "ksqldb")])
+def test_a_streaming_lab_without_its_host_is_refused_with_the_fix(cluster, lab, host):
+    proc = cluster.kafkalab("lab", "start", lab, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"needs the {host} host(s) this cluster does not have" in proc.stderr
+    assert f"kafkalab up --with {host}" in proc.stderr

@@ -1,4 +1,5 @@
-"""Static checks are part of the suite: ruff on Python, ansible-lint (production) on Ansible."""
+"""Static checks are part of the suite: ruff and mypy on Python, ansible-lint (production)
+on Ansible."""
 
 import subprocess
 import sys
@@ -17,7 +18,12 @@ def run(cmd, cwd=None):
 
 
 def test_ruff():
-    proc = run([str(BIN / "ruff"), "check", "kafkalab", "tests", "bench"])
+    proc = run([str(BIN / "ruff"), "check", "kafkalab", "tests", "bench", "labs", "spark"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_on_the_package():
+    proc = run([str(BIN / "mypy"), "kafkalab"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

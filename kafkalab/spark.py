@@ -1,0 +1,310 @@
+"""PySpark jobs on the lab's Spark standalone cluster, submitted from the controller side.
+
+The driver runs here, in the lab network namespace, with this environment's Python (so a
+job can import confluent-kafka and kafkalab), on the Spark build the cluster runs (the
+cached tarball, unpacked once: same jars, same Kafka connector). Executors run on the
+spark_worker machines. This is client deploy mode: Spark's standalone cluster mode does
+not take Python applications, and a driver here keeps the job's console output, its
+Ctrl-C and its exit code on the learner's terminal.
+
+Checkpoints: the driver writes offsets and commits, executors write the state of
+aggregations. Without a shared filesystem both sides use the same local path,
+/var/tmp/kafkalab-<netns>/checkpoints/<job> (writable by root here and by the spark user
+on the machines, and kept across reboots); a restarted job finds its offsets here and its
+state on the worker. With more than one worker, state may land on any of them: give
+the jobs a shared checkpoint filesystem first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkalab import artifacts_spark, netns
+from kafkalab.errors import KafkalabError
+from kafkalab.paths import repo_root
+from kafkalab.targets import EmbeddedLab
+
+MASTER_PORT = 7077
+MASTER_WEBUI_PORT = 8080
+# What the cluster gives one job: one executor on the worker, the least memory Spark takes.
+EXECUTOR_MEMORY = "512m"
+DRIVER_MEMORY = "512m"
+EXECUTOR_PYTHON = "/usr/bin/python3"
+# The jobs' few keys do not need Spark's 200 shuffle partitions (each one a state store).
+SHUFFLE_PARTITIONS = 2
+# Short-lived lab JVMs on a couple of shared cores: the quick JIT and the serial collector.
+JVM_OPTIONS = "-Djava.net.preferIPv4Stack=true -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+LOG4J2 = """# Written by kafkalab: the driver logs warnings only, the jobs print their own progress.
+rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# Harmless at start-up on a machine without Hadoop native libraries.
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+# The Kafka sink's producer warns about every fresh metadata fetch.
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = error
+"""
+
+
+@dataclass
+class SparkCluster:
+    """Where a lab's Spark and Kafka are, as a driver on the controller side sees them."""
+
+    lab: EmbeddedLab
+    master_host: str
+    master_address: str
+    driver_address: str
+    bootstrap: str
+    workers: list[str]
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.master_address}:{MASTER_PORT}"
+
+    @property
+    def webui(self) -> str:
+        return f"http://{self.master_address}:{MASTER_WEBUI_PORT}"
+
+    @property
+    def checkpoint_root(self) -> str:
+        return f"{checkpoint_root(self.lab.ns)}/checkpoints"
+
+    def checkpoint(self, job: str) -> str:
+        return f"{self.checkpoint_root}/{job}"
+
+
+def cluster(lab: EmbeddedLab | None = None) -> SparkCluster:
+    """The Spark cluster of this lab; a clear error when the lab has none."""
+    lab = lab or EmbeddedLab()
+    topo = lab.topology()
+    if topo is None:
+        raise KafkalabError("no lab here yet: run `kafkalab up --with spark`")
+    machines = topo.machines()
+    masters = [m for m in machines if "spark_master" in m.groups]
+    if not masters:
+        raise KafkalabError(
+            "this lab has no Spark host: run `kafkalab up --with spark` (adds spark1; the"
+            " Kafka cluster stays as it is)"
+        )
+    brokers = [m for m in machines if "kafka_broker" in m.groups]
+    return SparkCluster(
+        lab=lab,
+        master_host=masters[0].name,
+        master_address=masters[0].address,
+        driver_address=topo.gateway().split("/")[0],
+        bootstrap=",".join(f"{m.address}:9092" for m in brokers),
+        workers=[m.name for m in machines if "spark_worker" in m.groups],
+    )
+
+
+def job_name(job: Path) -> str:
+    return job.stem.replace("_", "-")
+
+
+def driver_conf_dir(sc: SparkCluster) -> Path:
+    """SPARK_CONF_DIR of drivers on the controller side (log levels only)."""
+    conf = sc.lab.state / "spark" / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    log4j = conf / "log4j2.properties"
+    if not log4j.exists() or log4j.read_text() != LOG4J2:
+        log4j.write_text(LOG4J2)
+    return conf
+
+
+def submit_command(
+    sc: SparkCluster, job: Path, args: list[str], conf: dict[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command line (inside the lab network) and its environment."""
+    home = artifacts_spark.unpacked()
+    settings = {
+        "spark.app.name": job_name(job),
+        "spark.driver.host": sc.driver_address,
+        "spark.driver.bindAddress": sc.driver_address,
+        "spark.driver.memory": DRIVER_MEMORY,
+        "spark.executor.memory": EXECUTOR_MEMORY,
+        "spark.pyspark.python": EXECUTOR_PYTHON,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+        "spark.sql.session.timeZone": "UTC",
+        # Streaming queries do not use adaptive execution; saying so spares a warning per query.
+        "spark.sql.adaptive.enabled": "false",
+        "spark.sql.streaming.checkpointLocation": sc.checkpoint(job_name(job)),
+        "spark.kafkalab.bootstrap.servers": sc.bootstrap,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.executor.extraJavaOptions": JVM_OPTIONS,
+        "spark.driver.extraJavaOptions": JVM_OPTIONS,
+        **(conf or {}),
+    }
+    cmd = [str(home / "bin" / "spark-submit"), "--master", sc.master_url]
+    cmd += ["--deploy-mode", "client"]
+    for key, value in settings.items():
+        cmd += ["--conf", f"{key}={value}"]
+    cmd += [str(job), *args]
+    env = dict(os.environ)
+    env.update(
+        SPARK_HOME=str(home),
+        SPARK_CONF_DIR=str(driver_conf_dir(sc)),
+        SPARK_LOCAL_IP=sc.driver_address,
+        PYTHONUNBUFFERED="1",
+        # The jobs may import kafkalab (e.g. the expected counts) from this checkout.
+        PYTHONPATH=os.pathsep.join(p for p in (str(repo_root()), env.get("PYTHONPATH")) if p),
+    )
+    env.pop("PYSPARK_PYTHON", None)
+    env.pop("PYSPARK_DRIVER_PYTHON", None)
+    return netns.wrap(sc.lab.ns, cmd), env
+
+
+def resolve_job(job: str | Path) -> Path:
+    """A job file by path, or by name under spark/jobs/ (`ride_counts` or `ride_counts.py`)."""
+    path = Path(job)
+    candidates = [path, repo_root() / path, repo_root() / "spark" / "jobs" / path.name]
+    candidates.append(repo_root() / "spark" / "jobs" / f"{path.name}.py")
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    known = ", ".join(p.name for p in sorted((repo_root() / "spark" / "jobs").glob("*.py")))
+    raise KafkalabError(f"no job {job}; jobs in spark/jobs/: {known or 'none'}")
+
+
+def submit(
+    job: str | Path,
+    args: list[str] | None = None,
+    *,
+    lab: EmbeddedLab | None = None,
+    conf: dict[str, str] | None = None,
+    stop_after: float | None = None,
+    output: Path | None = None,
+) -> int:
+    """Run a job to its end (or stop it like Ctrl-C after `stop_after` s); its exit code.
+
+    Output goes to the terminal, or to `output` when given."""
+    sc = cluster(lab)
+    path = resolve_job(job)
+    cmd, env = submit_command(sc, path, args or [], conf)
+    out = output.open("ab") if output else None
+    try:
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT if out else None,
+            start_new_session=True,
+        )
+        try:
+            return proc.wait(timeout=stop_after)
+        except subprocess.TimeoutExpired:
+            stop(proc)
+            return proc.returncode
+        except KeyboardInterrupt:
+            stop(proc)
+            raise
+    finally:
+        if out:
+            out.close()
+
+
+def start(
+    job: str | Path,
+    args: list[str] | None = None,
+    *,
+    lab: EmbeddedLab | None = None,
+    conf: dict[str, str] | None = None,
+    output: Path | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start a job in the background (its own process group); its output goes to the
+    terminal, or to `output` when given."""
+    sc = cluster(lab)
+    cmd, env = submit_command(sc, resolve_job(job), args or [], conf)
+    if output is None:
+        return subprocess.Popen(cmd, env=env, start_new_session=True)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with output.open("ab") as out:
+        return subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Stop a job like Ctrl-C does: SIGTERM to its process group (spark-submit's JVM and
+    the Python driver), SIGKILL if it is still there after `timeout`."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    except ProcessLookupError:
+        proc.wait(10)
+
+
+def reset(job: str | Path, lab: EmbeddedLab | None = None) -> list[str]:
+    """Forget a job's progress: delete its checkpoint here and on every worker."""
+    sc = cluster(lab)
+    name = job_name(resolve_job(job))
+    path = sc.checkpoint(name)
+    done = []
+    if Path(path).exists():
+        shutil.rmtree(path)
+        done.append(f"controller:{path}")
+    for worker in sc.workers:
+        proc = subprocess.run(
+            sc.lab.ssh_command(worker, ["sudo", "rm", "-rf", path]),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if proc.returncode != 0:
+            raise KafkalabError(f"could not delete {path} on {worker}: {proc.stderr.strip()}")
+        done.append(f"{worker}:{path}")
+    return done
+
+
+def checkpoint_root(ns: str) -> Path:
+    """The controller side's checkpoints of a lab's jobs (its machines keep theirs)."""
+    return Path(f"/var/tmp/kafkalab-{ns}")
+
+
+def forget_checkpoints(ns: str) -> None:
+    """Delete the controller side's checkpoints of a lab (with the lab, on `down --purge`:
+    a new lab's topics start at offset 0, old checkpoints would skip their records)."""
+    shutil.rmtree(checkpoint_root(ns), ignore_errors=True)
+
+
+def master_state(sc: SparkCluster, timeout: float = 10) -> dict[str, Any]:
+    """The master's JSON view (/json): status, workers, running applications."""
+
+    def fetch() -> dict[str, Any]:
+        with urllib.request.urlopen(f"{sc.webui}/json/", timeout=timeout) as resp:
+            data: dict[str, Any] = json.load(resp)
+            return data
+
+    return netns.run_in(sc.lab.ns, fetch)
+
+
+def wait_idle(sc: SparkCluster, timeout: float = 60) -> None:
+    """Wait until the master runs no application (a stopped job's executors are gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        apps = master_state(sc).get("activeapps") or []
+        if not apps:
+            return
+        time.sleep(1)
+    raise KafkalabError(f"an application still runs on {sc.master_url} after {timeout:.0f}s")

@@ -1,0 +1,168 @@
+"""The Spark artifact step (kafkalab.artifacts_spark) on fake distributions: no download,
+no JVM. The real build (pyspark package + Maven Central) runs in the streaming tier."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from kafkalab import artifacts_spark
+from kafkalab.errors import KafkalabError
+
+
+def fake_spark_home(root: Path, jars: list[str]) -> Path:
+    home = root / "pyspark"
+    (home / "jars").mkdir(parents=True)
+    for jar in jars:
+        (home / "jars" / jar).write_bytes(b"jar")
+    (home / "bin").mkdir()
+    (home / "bin" / "spark-class").write_text("#!/bin/sh\n")
+    (home / "bin" / "spark-submit.cmd").write_text("windows\n")
+    (home / "sbin").mkdir()
+    (home / "sbin" / "spark-daemon.sh").write_text("#!/bin/sh\n")
+    (home / "python" / "lib").mkdir(parents=True)
+    (home / "python" / "lib" / "pyspark.zip").write_bytes(b"zip")
+    (home / "python" / "lib" / "py4j-0.10.9.9-src.zip").write_bytes(b"zip")
+    return home
+
+
+def fake_connector(root: Path) -> Path:
+    conn = root / "connector"
+    conn.mkdir()
+    for jar in (
+        "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+        "spark-token-provider-kafka-0-10_2.13-4.0.0.jar",
+        "kafka-clients-3.9.0.jar",
+        "commons-pool2-2.12.0.jar",
+        "scala-library-2.13.15.jar",  # Spark has its own (2.13.16): keep Spark's
+        "slf4j-api-1.7.36.jar",
+    ):
+        (conn / jar).write_bytes(b"jar")
+    return conn
+
+
+SPARK_JARS = ["spark-core_2.13-4.0.0.jar", "scala-library-2.13.16.jar", "slf4j-api-2.0.16.jar"]
+
+
+@pytest.mark.parametrize(
+    ("name", "artifact"),
+    [
+        ("spark-sql-kafka-0-10_2.13-4.0.0.jar", "spark-sql-kafka-0-10_2.13"),
+        ("kafka-clients-3.9.0.jar", "kafka-clients"),
+        ("scala-library-2.13.16.jar", "scala-library"),
+        ("guava-33.0.0-jre.jar", "guava"),
+        ("xz-1.10.jar", "xz"),
+        ("jsr305-3.0.0.jar", "jsr305"),
+    ],
+)
+def test_jar_artifact(name, artifact):
+    assert artifacts_spark.jar_artifact(name) == artifact
+
+
+def test_extra_jars_keep_sparks_own_versions():
+    added = artifacts_spark.extra_jars(
+        SPARK_JARS, ["kafka-clients-3.9.0.jar", "scala-library-2.13.15.jar", "slf4j-api-1.7.36.jar"]
+    )
+    assert added == ["kafka-clients-3.9.0.jar"]
+
+
+def test_assemble_lays_out_a_spark_home_with_the_connector(tmp_path):
+    home = fake_spark_home(tmp_path, SPARK_JARS)
+    dist = tmp_path / "spark-4.0.0-bin-kafkalab"
+    artifacts_spark.assemble(home, fake_connector(tmp_path), dist, "test")
+    jars = sorted(p.name for p in (dist / "jars").iterdir())
+    assert jars == sorted(
+        [
+            *SPARK_JARS,
+            "spark-sql-kafka-0-10_2.13-4.0.0.jar",
+            "spark-token-provider-kafka-0-10_2.13-4.0.0.jar",
+            "kafka-clients-3.9.0.jar",
+            "commons-pool2-2.12.0.jar",
+        ]
+    )
+    assert (dist / "bin" / "spark-class").exists()
+    assert not (dist / "bin" / "spark-submit.cmd").exists()
+    assert (dist / "python" / "lib" / "pyspark.zip").exists()
+    assert "spark-sql-kafka-0-10_2.13-4.0.0.jar" in (dist / "RELEASE").read_text()
+
+
+def test_assemble_refuses_a_home_without_pyspark_zip(tmp_path):
+    home = fake_spark_home(tmp_path, SPARK_JARS)
+    (home / "python" / "lib" / "pyspark.zip").unlink()
+    with pytest.raises(KafkalabError, match=r"pyspark\.zip"):
+        artifacts_spark.assemble(home, fake_connector(tmp_path), tmp_path / "dist", "test")
+
+
+def test_tarball_has_one_top_dir_and_executable_scripts(tmp_path):
+    home = fake_spark_home(tmp_path, SPARK_JARS)
+    dist = tmp_path / "spark-4.0.0-bin-kafkalab"
+    artifacts_spark.assemble(home, fake_connector(tmp_path), dist, "test")
+    tgz = tmp_path / "out.tgz"
+    artifacts_spark.write_tarball(dist, tgz)
+    with tarfile.open(tgz) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert {n.split("/")[0] for n in members} == {"spark-4.0.0-bin-kafkalab"}
+    assert members["spark-4.0.0-bin-kafkalab/bin/spark-class"].mode == 0o755
+    assert members["spark-4.0.0-bin-kafkalab/sbin/spark-daemon.sh"].mode == 0o755
+    assert members["spark-4.0.0-bin-kafkalab/jars/kafka-clients-3.9.0.jar"].mode == 0o644
+    assert all(m.uid == 0 and m.gid == 0 for m in members.values())
+
+
+def test_resolve_builds_once_then_reuses(tmp_path, monkeypatch):
+    home = fake_spark_home(tmp_path / "src", SPARK_JARS)
+    calls = []
+    monkeypatch.setattr(artifacts_spark, "installed_pyspark", lambda v: calls.append(v) or home)
+    monkeypatch.setattr(
+        artifacts_spark, "kafka_connector", lambda v, c, s, scala: fake_connector(tmp_path)
+    )
+    cache = tmp_path / "cache"
+    tgz = artifacts_spark.resolve_spark("4.0.0", cache=cache)
+    assert tgz == cache / "spark-4.0.0-bin-kafkalab.tgz" and tgz.exists()
+    assert artifacts_spark.resolve_spark("4.0.0", cache=cache) == tgz
+    assert calls == ["4.0.0"]  # the second call found the tarball and built nothing
+
+
+def test_official_tarball_is_preferred_and_checked(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "spark-4.0.0-bin-hadoop3.tgz").write_bytes(b"not checked yet")
+    monkeypatch.setattr(
+        artifacts_spark, "kafka_connector", lambda v, c, s, scala: fake_connector(tmp_path)
+    )
+    with pytest.raises(KafkalabError, match="no checksum file"):
+        artifacts_spark.resolve_spark("4.0.0", cache=cache)
+
+
+def test_unpack_pyspark_wheel(tmp_path):
+    wheel = tmp_path / "pyspark-4.0.0-py2.py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("pyspark/jars/spark-core_2.13-4.0.0.jar", b"jar")
+        zf.writestr("pyspark/bin/spark-class", "#!/bin/sh\n")
+        zf.writestr("pyspark/python/lib/pyspark.zip", b"zip")
+    home = artifacts_spark.unpack_pyspark(wheel, tmp_path / "work")
+    assert (home / "jars" / "spark-core_2.13-4.0.0.jar").exists()
+    assert (home / "bin" / "spark-class").stat().st_mode & 0o111
+
+
+def test_unpack_pyspark_sdist(tmp_path):
+    sdist = tmp_path / "pyspark-4.0.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        for name, data in {
+            "pyspark-4.0.0/deps/jars/spark-core_2.13-4.0.0.jar": b"jar",
+            "pyspark-4.0.0/deps/bin/spark-class": b"#!/bin/sh\n",
+            "pyspark-4.0.0/lib/py4j-0.10.9.9-src.zip": b"zip",
+            "pyspark-4.0.0/pyspark/__init__.py": b"",
+        }.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (tmp_path / "work").mkdir()
+    home = artifacts_spark.unpack_pyspark(sdist, tmp_path / "work")
+    assert (home / "jars" / "spark-core_2.13-4.0.0.jar").exists()
+    assert (home / "python" / "lib" / "py4j-0.10.9.9-src.zip").exists()
+    with zipfile.ZipFile(home / "python" / "lib" / "pyspark.zip") as zf:
+        assert "pyspark/__init__.py" in zf.namelist()
