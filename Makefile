@@ -1,17 +1,23 @@
 # The two commands of README.md: `make up` and `make test`.
-.PHONY: setup up test test-fast lint down
+.PHONY: setup setup-vm up test test-fast test-vm lint down
 
 setup:
 	./scripts/setup.sh
 
+setup-vm: setup
+	./scripts/setup-vm.sh
+
 up: setup
 	.venv/bin/kafkalab up
 
-test: setup
+test: setup setup-vm
 	.venv/bin/pytest
 
+test-vm: setup-vm
+	.venv/bin/pytest tests/vm --vm-full
+
 test-fast: setup
-	.venv/bin/pytest -m "not cluster and not molecule and not slow"
+	.venv/bin/pytest -m "not cluster and not molecule and not slow and not vm"
 
 lint:
 	.venv/bin/ruff check kafkalab tests bench labs spark

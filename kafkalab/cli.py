@@ -14,6 +14,7 @@ from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image, render
 from kafkalab import doctor as doctor_mod
 from kafkalab import spark as spark_mod
 from kafkalab import status as status_mod
+from kafkalab.commands import box as box_cmd
 from kafkalab.commands import fault as fault_cmd
 from kafkalab.commands import lab as lab_cmd
 from kafkalab.commands import spark as spark_cmd
@@ -31,6 +32,7 @@ app.add_typer(lab_cmd.app, name="lab")
 app.add_typer(fault_cmd.fault_app, name="fault")
 app.add_typer(fault_cmd.scenario_app, name="scenario")
 app.add_typer(spark_cmd.app, name="spark")
+app.add_typer(box_cmd.app, name="box")
 
 TopologyFile = Annotated[
     Path | None, typer.Option("--topology", "-t", help="topology file (default: lab.yml)")

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image, vagrant
 from kafkalab.paths import cache_root
 
 
@@ -88,6 +88,7 @@ def optional() -> list[Check]:
     """What only some labs need (Spark, ksqlDB, VMs): reported, never a failure."""
     spark = artifacts.cache_dir() / artifacts_spark.archive_name()
     ksqldb = artifacts_ksqldb.cached()
+    lacking = vagrant.missing()
     return [
         Check(
             "spark artifact (optional)",
@@ -100,5 +101,11 @@ def optional() -> list[Check]:
             True,
             str(ksqldb) if ksqldb else "not cached",
             "" if ksqldb else artifacts_ksqldb.missing_message(),
+        ),
+        Check(
+            "vm tools (optional)",
+            True,
+            "ready" if not lacking else "missing " + " ".join(lacking),
+            "" if not lacking else "scripts/setup-vm.sh (only for `vagrant up` labs, docs/VMS.md)",
         ),
     ]

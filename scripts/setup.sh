@@ -8,22 +8,11 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(systemd-container mmdebstrap iproute2 openssh-client openjdk-17-jre-headless maven python3-venv)
 
-say() { printf '\033[1;36m•\033[0m %s\n' "$*"; }
+# shellcheck source=lib/common.sh
+. scripts/lib/common.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "error: kafkalab needs root (network namespaces, machines): run with sudo" >&2
-  exit 2
-fi
-
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing Debian packages: ${missing[*]}"
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+need_root "kafkalab needs root (network namespaces, machines): run with sudo"
+apt_install "${APT_PACKAGES[@]}"
 
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

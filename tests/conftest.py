@@ -100,3 +100,22 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         yield c
     finally:
         c.kafkalab("down", "--purge", check=False)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--vm-full",
+        action="store_true",
+        help="also the long VM checks (the testinfra tier on the VM); `make test-vm` sets it",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --vm-full the VM tier is a smoke (boot, provision, a topic end to end): the
+    long checks are deselected, not skipped, and pytest's summary counts them."""
+    if config.getoption("--vm-full"):
+        return
+    full = [item for item in items if item.get_closest_marker("vm_full")]
+    if full:
+        config.hook.pytest_deselected(items=full)
+        items[:] = [item for item in items if not item.get_closest_marker("vm_full")]

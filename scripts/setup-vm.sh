@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# What the VM tier (tests/vm, bench/vm_cluster.py) and `kafkalab box build` need on a
+# Debian machine, from Debian packages only: Vagrant with its libvirt provider, libvirt,
+# QEMU, and the tools that lay the box's disk. Idempotent; run after scripts/setup.sh.
+#
+# The project runs libvirtd and virtlogd itself, inside its own network namespace
+# (kafkalab/vagrant.py: `klvm`, no uplink, no NAT, no default route). So this script
+# makes sure no libvirt daemon starts on its own in the root namespace: services are not
+# started during the install, libvirt's `default` NAT network does not autostart, and on
+# a systemd host libvirt's units are disabled. (A trainer who wants the usual libvirt
+# service follows docs/VMS.md instead of running this script.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(vagrant vagrant-libvirt libvirt-daemon-system libvirt-daemon-driver-qemu
+  qemu-system-x86 qemu-utils dnsmasq-base mmdebstrap e2fsprogs fdisk iproute2 ruby)
+
+# shellcheck source=lib/common.sh
+. scripts/lib/common.sh
+
+need_root "run with sudo (apt-get, network namespaces, libvirtd)"
+apt_install --no-start "${APT_PACKAGES[@]}"
+
+# libvirt's `default` network is a NAT to the outside: never start it by itself.
+rm -f /etc/libvirt/qemu/networks/autostart/default.xml
+if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]; then
+  say "disabling libvirt's systemd units (kafkalab starts libvirtd in its namespace)"
+  systemctl disable --now libvirtd.service libvirtd.socket libvirtd-ro.socket \
+    libvirtd-admin.socket virtlogd.service virtlogd.socket virtlogd-admin.socket 2>/dev/null || true
+fi
+
+# The VM tier drives Vagrant from Python (python-vagrant, a dev dependency).
+if [ -x .venv/bin/python ] && ! .venv/bin/python -c 'import vagrant' 2>/dev/null; then
+  say "installing python-vagrant into .venv"
+  .venv/bin/pip install -q 'python-vagrant>=1.0'
+fi
+
+say "ready: make test-vm runs the VM tier (the box is built on first use; docs/VMS.md)"
