@@ -201,6 +201,7 @@ class EmbeddedLab:
         machines = self.machines()
         running = [m for m in machines if m.running()]
         if running:
+            self._stop_zookeeper_mode_brokers(running, progress)
             progress(f"stopping {', '.join(m.name for m in running)}")
             stop_all(running)
         if not purge:
@@ -214,6 +215,34 @@ class EmbeddedLab:
         if self.state.exists():
             progress(f"removing {self.state}")
             shutil.rmtree(self.state)
+
+    def _stop_zookeeper_mode_brokers(
+        self, running: list[EmbeddedMachine], progress: Callable[[str], None]
+    ) -> None:
+        """A ZooKeeper-mode broker shuts down cleanly only while its ensemble is there:
+        stopped together with the ZooKeeper machines it waits out its whole stop timeout.
+        So its brokers stop first (in parallel), then every machine."""
+        topo = self.topology()
+        if topo is None or topo.mode != "zookeeper":
+            return
+        broker_names = {m.name for m in topo.machines() if "kafka_broker" in m.groups}
+        brokers = [m.name for m in running if m.name in broker_names]
+        if not brokers:
+            return
+        progress(f"stopping the brokers first ({', '.join(brokers)}): ZooKeeper stays up for them")
+        procs = [
+            subprocess.Popen(
+                self.ssh_command(name, ["sudo", "systemctl", "stop", "kafka"]),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for name in brokers
+        ]
+        for proc in procs:
+            try:
+                proc.wait(timeout=90)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
     def _ensure_key(self) -> None:
         if self.key.exists():

@@ -56,6 +56,15 @@ def kafka1(vm_lab: Any) -> Any:
     return testinfra.get_host(f"ansible://kafka1?ansible_inventory={vm_lab.vagrant_inventory}")
 
 
+def test_kafka_service_active_and_listening(kafka1: Any, vm_lab: Any) -> None:
+    kafka = kafka1.service("kafka")
+    assert kafka.is_running
+    assert kafka.is_enabled
+    address = vm_lab.hosts["kafka1"]["kafkalab_address"]
+    assert kafka1.socket(f"tcp://{address}:9092").is_listening
+    assert kafka1.socket(f"tcp://{address}:9093").is_listening  # its KRaft controller
+
+
 def test_private_network_address(kafka1: Any, vm_lab: Any) -> None:
     assert vm_lab.hosts["kafka1"]["kafkalab_address"] in kafka1.interface("eth1").addresses
 
