@@ -181,10 +181,21 @@ class EmbeddedLab:
         """Mount, personalise and start machines, then wait for their sshd."""
         prefix = ipaddress.ip_network(topo.network).prefixlen
         pubkey = self.key.with_suffix(".pub").read_text()
+        booting = [m for m in machines if not m.running()]
+        if booting:
+            self._forget_ssh_connections()
         for m in machines:
             m.prepare(base, prefix, pubkey)
             m.start(self.ns)
         wait_ssh(self.ns, machines)
+
+    def _forget_ssh_connections(self) -> None:
+        """Drop the shared ssh connections (ours and Ansible's) of this lab. A master
+        connection to a machine that was stopped is dead, but its socket stays for its
+        ControlPersist time and a new ssh would try to use it ("Data could not be sent")."""
+        for sock in self.control_dir.rglob("*"):
+            if sock.is_socket():
+                sock.unlink(missing_ok=True)
 
     @staticmethod
     def _extra_archives(topo: Topology, progress: Callable[[str], None]) -> dict[str, Path]:
@@ -204,6 +215,7 @@ class EmbeddedLab:
             self._stop_zookeeper_mode_brokers(running, progress)
             progress(f"stopping {', '.join(m.name for m in running)}")
             stop_all(running)
+            self._forget_ssh_connections()
         if not purge:
             return
         for m in machines:

@@ -19,3 +19,13 @@ def test_spark_master_lists_the_worker(streaming_lab):
     alive = [w["host"] for w in state["workers"] if w["state"] == "ALIVE"]
     assert state["status"] == "ALIVE"
     assert alive == [sc.master_address]  # spark1 runs the master and the one worker
+
+
+def test_status_shows_the_spark_services(streaming_lab):
+    import json
+
+    data = json.loads(streaming_lab.kafkalab("status", "--json").stdout)
+    spark1 = next(m for m in data["machines"] if m["host"] == "spark1")
+    assert spark1["address"] == "10.77.0.21"
+    assert spark1["services"] == {"spark-master": "active", "spark-worker": "active"}
+    assert set(spark1["roles"]) == {"spark_master", "spark_worker"}

@@ -22,3 +22,23 @@ def test_each_lab_has_its_own_control_dir(tmp_path: Path) -> None:
     assert one.control_dir != two.control_dir
     assert one.control_dir == EmbeddedLab(tmp_path / "one").control_dir
     assert one.control_dir.stat().st_mode & 0o077 == 0
+
+
+def test_stale_ssh_masters_are_forgotten(tmp_path: Path) -> None:
+    import socket
+
+    lab = EmbeddedLab(tmp_path / "lab")
+    (lab.control_dir / "ansible").mkdir(exist_ok=True)
+    paths = [lab.control_dir / ("a" * 8), lab.control_dir / "ansible" / ("b" * 8)]
+    socks = []
+    for path in paths:
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(path))
+        socks.append(s)
+    keep = lab.control_dir / "not-a-socket"
+    keep.write_text("")
+    lab._forget_ssh_connections()
+    assert not any(p.exists() for p in paths)
+    assert keep.exists()
+    for s in socks:
+        s.close()
