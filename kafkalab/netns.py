@@ -7,11 +7,12 @@ per thread, and threads that thread starts inherit it, librdkafka's included).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -140,5 +141,20 @@ def current() -> str | None:
 
 
 def enter(ns: str) -> None:
-    """Move the calling thread (e.g. a test session's main thread) into `ns`."""
+    """Move the calling thread (e.g. a CLI process's main thread) into `ns` for good."""
     _setns(ns)
+
+
+@contextlib.contextmanager
+def inside(ns: str) -> Iterator[None]:
+    """Run the body (and the subprocesses and threads it starts) with the calling thread
+    in `ns`, and bring the thread back to where it was afterwards, even on errors: a test
+    session's later steps (downloads, other labs) must not stay in a lab's network."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    try:
+        _setns(ns)
+        yield
+    finally:
+        libc.setns(home, CLONE_NEWNET)
+        os.close(home)

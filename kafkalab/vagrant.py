@@ -10,7 +10,6 @@ stopped by PID; daemons it did not start are left alone (and must be in the name
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import shutil
@@ -18,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,17 +106,9 @@ def in_netns(pid: int, ns: str = NETNS) -> bool:
         return False
 
 
-@contextlib.contextmanager
-def inside(ns: str = NETNS) -> Iterator[None]:
+def inside(ns: str = NETNS) -> contextlib.AbstractContextManager[None]:
     """Run the body (and the subprocesses it starts) with this thread in `ns`; back after."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        netns.enter(ns)
-        yield
-    finally:
-        libc.setns(home, netns.CLONE_NEWNET)
-        os.close(home)
+    return netns.inside(ns)
 
 
 # -- libvirtd and virtlogd ----------------------------------------------------------------
