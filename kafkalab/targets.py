@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -194,8 +195,17 @@ class EmbeddedLab:
         connection to a machine that was stopped is dead, but its socket stays for its
         ControlPersist time and a new ssh would try to use it ("Data could not be sent")."""
         for sock in self.control_dir.rglob("*"):
-            if sock.is_socket():
-                sock.unlink(missing_ok=True)
+            if not sock.is_socket():
+                continue
+            # Stop the master itself: left running, it would exit later and unlink the
+            # socket of the new master that took its path.
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                subprocess.run(
+                    ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "kafkalab-stale-master"],
+                    capture_output=True,
+                    timeout=10,
+                )
+            sock.unlink(missing_ok=True)
 
     @staticmethod
     def _extra_archives(topo: Topology, progress: Callable[[str], None]) -> dict[str, Path]:
