@@ -96,8 +96,8 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
             shutil.copytree(state / "logs", keep, dirs_exist_ok=True)
             raise AssertionError(f"kafkalab up failed (logs: {keep}):\n{up.stdout}\n{up.stderr}")
         c.up_output = up.stdout
-        with netns.inside(c.ns):  # back to the host's network for what comes after
-            yield c
+        netns.enter(c.ns)
+        yield c
     finally:
         c.kafkalab("down", "--purge", check=False)
 

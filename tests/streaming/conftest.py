@@ -97,8 +97,8 @@ def streaming_lab() -> Iterator[StreamingLab]:
         lab.timings = {"spark artifact": fetched, "lab up": time.monotonic() - started}
         lab.lab = EmbeddedLab(state)
         lab.lab.ns = NETNS
-        with netns.inside(NETNS):  # back to the host's network for what comes after
-            yield lab
+        netns.enter(NETNS)
+        yield lab
     finally:
         # The provisioning log outlives the lab, for a failed run's post-mortem.
         if (state / "logs").is_dir():
