@@ -397,7 +397,7 @@ class Runner:
         if e.loss == "none" and d.lost:
             r.reasons.append(f"{len(d.lost)} acknowledged records lost (expected none)")
         if e.duplicates == "none" and d.duplicates:
-            r.reasons.append(f"{len(d.duplicates)} records read more than once (expected none)")
+            r.reasons.append(f"{len(d.duplicates)} records written more than once (expected none)")
         if r.sends.unfinished:
             r.reasons.append(f"{r.sends.unfinished} sends never completed")
         if r.sends.acked == 0:

@@ -3,8 +3,10 @@
 A `RecordingProducer` sends numbered records from its own thread and logs each
 acknowledged one as (partition, offset, key, id); `consume_to` reads the topic back up
 to the producer's last acknowledged offsets; `check` does the arithmetic: lost = acked
-ids never consumed, duplicates = ids consumed more than once. Run the producer and the
-consumer inside the lab's network namespace (`netns.run_in`, or a thread started there).
+ids never consumed, duplicates = ids the log holds at more than one offset. A position the
+consumer happened to read twice is one record, counted apart as `reread`: the verdict is
+about what the log holds. Run the producer and the consumer inside the lab's network
+namespace (`netns.run_in`, or a thread started there).
 """
 
 from __future__ import annotations
@@ -47,18 +49,19 @@ class Delivery:
     """What was acknowledged against what was read back."""
 
     acked: int  # distinct ids the cluster acknowledged
-    consumed: int  # records read up to the last acked offsets (duplicates included)
+    consumed: int  # log positions read up to the last acked offsets (duplicates included)
     lost: list[Record]  # acked, never read: where the producer was told they were
-    duplicates: dict[int, int]  # id -> times read, for ids read more than once
+    duplicates: dict[int, list[tuple[int, int]]]  # id -> its (partition, offset)s, if 2+
     out_of_order: int  # read after a higher id of the same partition (sent later)
     moved: int  # acked ids read back at another partition/offset than acknowledged
     unacked_consumed: int  # read but never acked (a failed or timed-out send that landed)
     acked_without_offset: int = 0  # acks that came without an offset (see Record)
+    reread: int = 0  # positions the consumer was handed again (one record, read twice)
 
     @property
     def duplicate_records(self) -> int:
-        """Extra copies read: an id read three times counts two."""
-        return sum(n - 1 for n in self.duplicates.values())
+        """Extra copies in the log: an id at three offsets counts two."""
+        return sum(len(at) - 1 for at in self.duplicates.values())
 
     def as_dict(self, limit: int = 1000) -> dict[str, Any]:
         return {
@@ -69,6 +72,11 @@ class Delivery:
             "duplicates": len(self.duplicates),
             "duplicate_records": self.duplicate_records,
             "duplicate_ids": sorted(self.duplicates)[:limit],
+            "duplicate_positions": {
+                str(i): [list(at) for at in self.duplicates[i]]
+                for i in sorted(self.duplicates)[:limit]
+            },
+            "reread": self.reread,
             "out_of_order": self.out_of_order,
             "moved": self.moved,
             "unacked_consumed": self.unacked_consumed,
@@ -81,15 +89,21 @@ def check(acked: Iterable[Record], consumed: Iterable[Record]) -> Delivery:
     acked_by_id: dict[int, Record] = {}
     for r in acked:
         acked_by_id.setdefault(r.id, r)
-    read = list(consumed)
-    counts = Counter(r.id for r in read)
-    lost = sorted((r for i, r in acked_by_id.items() if i not in counts), key=lambda r: r.id)
-    duplicates = {i: n for i, n in sorted(counts.items()) if n > 1}
-    read_at = {(r.partition, r.offset): r.id for r in read}
+    handed = 0
+    at: dict[tuple[int, int], Record] = {}
+    for r in consumed:  # a position read twice is one record of the log
+        handed += 1
+        at.setdefault((r.partition, r.offset), r)
+    read = sorted(at.values())
+    where: dict[int, list[tuple[int, int]]] = {}
+    for r in read:
+        where.setdefault(r.id, []).append((r.partition, r.offset))
+    lost = sorted((r for i, r in acked_by_id.items() if i not in where), key=lambda r: r.id)
+    duplicates = {i: where[i] for i in sorted(where) if len(where[i]) > 1}
     moved = sum(
         1
         for i, r in acked_by_id.items()
-        if i in counts and r.offset >= 0 and read_at.get((r.partition, r.offset)) != i
+        if i in where and r.offset >= 0 and (r.partition, r.offset) not in where[i]
     )
     return Delivery(
         acked=len(acked_by_id),
@@ -98,8 +112,9 @@ def check(acked: Iterable[Record], consumed: Iterable[Record]) -> Delivery:
         duplicates=duplicates,
         out_of_order=_out_of_order(read),
         moved=moved,
-        unacked_consumed=sum(1 for i in counts if i not in acked_by_id),
+        unacked_consumed=sum(1 for i in where if i not in acked_by_id),
         acked_without_offset=sum(1 for r in acked_by_id.values() if r.offset < 0),
+        reread=handed - len(read),
     )
 
 

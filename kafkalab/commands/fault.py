@@ -150,13 +150,15 @@ def _render_result(data: dict[str, Any]) -> None:
         ("acked", d["acked"]),
         ("consumed", d["consumed"]),
         ("lost (acked, not consumed)", d["lost"]),
-        ("duplicates (ids read twice or more)", d["duplicates"]),
+        ("duplicates (ids at 2+ offsets)", d["duplicates"]),
         ("out of order", d["out_of_order"]),
         ("sent / failed sends", f"{sends['sent']} / {sends['failed']}"),
         ("longest time without an ack", _secs(sends["max_ack_gap_s"])),
         ("every partition led again after", _secs(rec["leader_s"])),
         ("ISR full again after", _secs(rec["isr_s"])),
     ]
+    if d.get("reread"):
+        rows.append(("same offset handed twice (not in the log twice)", d["reread"]))
     if rec["controller_s"] is not None:
         rows.append(("new active controller after", _secs(rec["controller_s"])))
     if rec["isr_shrink_s"] is not None:
@@ -175,6 +177,13 @@ def _render_result(data: dict[str, Any]) -> None:
             f"lost records (first {min(d['lost'], 20)} of {d['lost']})",
             ["id", "partition", "offset acked", "key"],
             [(r["id"], r["partition"], r["offset"], r["key"]) for r in d["lost_records"][:20]],
+        )
+    if d["duplicates"]:
+        positions = d["duplicate_positions"]
+        render.table(
+            f"duplicates in the log (first {min(len(positions), 20)} of {d['duplicates']})",
+            ["id", "partition:offset"],
+            [(i, ", ".join(f"{p}:{o}" for p, o in at)) for i, at in list(positions.items())[:20]],
         )
     expect = data["expect"]
     if data["passed"]:

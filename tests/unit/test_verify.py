@@ -36,12 +36,35 @@ def test_duplicates_are_ids_read_more_than_once():
     ]  # fmt: skip
     d = check(ACKED, read)
     assert d.lost == []
-    assert d.duplicates == {3: 2, 5: 3}
+    assert d.duplicates == {3: [(1, 1), (1, 2)], 5: [(1, 3), (1, 4), (1, 5)]}
     assert d.duplicate_records == 3
     assert d.consumed == 9
+    assert d.reread == 0
     assert d.out_of_order == 0  # copies are duplicates, not reordering
     assert d.moved == 1  # id 5 was acked at offset 2 of partition 1 and is not there
     assert d.as_dict()["duplicates"] == 2
+    assert d.as_dict()["duplicate_positions"] == {
+        "3": [[1, 1], [1, 2]],
+        "5": [[1, 3], [1, 4], [1, 5]],
+    }
+
+
+def test_one_position_read_twice_is_a_reread_not_a_duplicate():
+    # The consumer was handed offset 1 of partition 1 again (a refetch across a leader
+    # change): the log holds id 3 once, so the verdict has no duplicate.
+    read = [*ACKED, rec(1, 1, 3), rec(0, 0, 0)]
+    d = check(ACKED, read)
+    assert d.duplicates == {}
+    assert d.reread == 2
+    assert d.consumed == 6
+    assert (d.lost, d.moved, d.out_of_order) == ([], 0, 0)
+
+
+def test_a_copy_at_another_offset_is_a_duplicate_even_when_also_reread():
+    read = [*ACKED, rec(1, 3, 3), rec(1, 3, 3)]
+    d = check(ACKED, read)
+    assert d.duplicates == {3: [(1, 1), (1, 3)]}
+    assert (d.duplicate_records, d.reread, d.consumed) == (1, 1, 7)
 
 
 def test_reading_in_another_order_loses_nothing():
