@@ -294,18 +294,32 @@ def assemble_from_maven(version: str, scala: str, cache: Path, say: Progress) ->
     return target
 
 
-def _copy_dependencies(pom: Path, libs: Path, cache: Path, version: str, scala: str) -> None:
-    """`mvn dependency:copy-dependencies` into `libs`, offline first if the cache has jars."""
+class MavenError(KafkalabError):
+    """mvn ran and failed; `output` is what it printed."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+def mvn_copy_dependencies(
+    pom: Path, out: Path, cache: Path, what: str, hint: str, settings: Path | None = None
+) -> None:
+    """`mvn dependency:copy-dependencies` of `pom` into `out`, with the cache's own local
+    repository: offline first when it has one, so a pre-filled cache needs no network.
+
+    `what` names the thing fetched in errors, `hint` says what to do instead."""
     m2 = cache / "m2"
     base = [
         "mvn",
         "-B",
         "-q",
+        *(["-s", str(settings)] if settings else []),
         "-f",
         str(pom),
         f"-Dmaven.repo.local={m2}",
         f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-        f"-DoutputDirectory={libs}",
+        f"-DoutputDirectory={out}",
         "-DincludeScope=runtime",
     ]
     attempts = [[*base, "-o"], base] if m2.is_dir() else [base]
@@ -317,28 +331,30 @@ def _copy_dependencies(pom: Path, libs: Path, cache: Path, version: str, scala: 
             )
         except FileNotFoundError:
             raise KafkalabError(
-                f"Kafka {version} needs assembling from Maven Central, but `mvn` is not"
-                f" installed. Install Maven, or {_drop_hint(version, scala, cache)}"
+                f"{what} comes from Maven Central, but `mvn` is not installed. Install Maven"
+                f" (apt-get install maven), or {hint}"
             ) from None
         except subprocess.TimeoutExpired:
-            raise KafkalabError(
-                f"mvn took over {MVN_TIMEOUT}s fetching Kafka {version};"
-                f" {_drop_hint(version, scala, cache)}"
-            ) from None
+            raise KafkalabError(f"mvn took over {MVN_TIMEOUT}s fetching {what}; {hint}") from None
         if result.returncode == 0:
             return
         output = result.stdout + result.stderr
     errors = [line for line in output.splitlines() if "ERROR" in line][:3]
     detail = "\n".join(errors) or output.strip()[-600:]
-    if re.search(rf"(Could not find artifact|not found).*kafka_{re.escape(scala)}", output):
-        raise KafkalabError(
-            f"Kafka {version} (Scala {scala}) is neither in the cache nor on Maven Central."
-            f" Check the version, or {_drop_hint(version, scala, cache)}"
-        )
-    raise KafkalabError(
-        f"mvn could not fetch the jars of Kafka {version}:\n{detail}\n"
-        f"Without Maven Central, {_drop_hint(version, scala, cache)}"
-    )
+    raise MavenError(f"mvn could not fetch {what} from Maven Central:\n{detail}\n{hint}", output)
+
+
+def _copy_dependencies(pom: Path, libs: Path, cache: Path, version: str, scala: str) -> None:
+    hint = _drop_hint(version, scala, cache)
+    try:
+        mvn_copy_dependencies(pom, libs, cache, f"the jars of Kafka {version}", hint)
+    except MavenError as exc:
+        if re.search(rf"(Could not find artifact|not found).*kafka_{re.escape(scala)}", exc.output):
+            raise KafkalabError(
+                f"Kafka {version} (Scala {scala}) is neither in the cache nor on Maven Central."
+                f" Check the version, or {hint}"
+            ) from None
+        raise
 
 
 def _drop_hint(version: str, scala: str, cache: Path) -> str:

@@ -34,7 +34,6 @@ from kafkalab.errors import KafkalabError
 
 SPARK_VERSION = "4.0.0"  # Scala 2.13 only from 4.0 on; its connector is on Maven Central
 SPARK_SCALA = "2.13"
-MVN_TIMEOUT = 1800
 PIP_TIMEOUT = 1800
 
 Progress = Callable[[str], None]
@@ -240,47 +239,17 @@ def kafka_connector(version: str, cache: Path, say: Progress, scala: str = SPARK
         (work / "pom.xml").write_text(CONNECTOR_POM.format(version=version, scala=scala))
         (work / "settings.xml").write_text(MAVEN_SETTINGS)
         jars = work / "jars"
-        _mvn_copy(work, jars, cache, f"spark-sql-kafka-0-10_{scala}:{version}")
+        artifacts.mvn_copy_dependencies(
+            work / "pom.xml",
+            jars,
+            cache,
+            f"spark-sql-kafka-0-10_{scala}:{version}",
+            hint=f"copy {dest.name}/ from a filled kafkalab cache into {cache}/",
+            settings=work / "settings.xml",
+        )
         os.replace(jars, dest)
     done.touch()
     return dest
-
-
-def _mvn_copy(work: Path, out: Path, cache: Path, what: str) -> None:
-    m2 = cache / "m2"
-    base = [
-        "mvn",
-        "-B",
-        "-q",
-        "-s",
-        str(work / "settings.xml"),
-        "-f",
-        str(work / "pom.xml"),
-        f"-Dmaven.repo.local={m2}",
-        f"{artifacts.DEPENDENCY_PLUGIN}:copy-dependencies",
-        f"-DoutputDirectory={out}",
-        "-DincludeScope=runtime",
-    ]
-    attempts = [[*base, "-o"], base] if m2.is_dir() else [base]
-    output = ""
-    for cmd in attempts:
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=MVN_TIMEOUT)
-        except FileNotFoundError:
-            raise KafkalabError(
-                f"{what} comes from Maven Central, but `mvn` is not installed: install Maven"
-                " (apt-get install maven)"
-            ) from None
-        except subprocess.TimeoutExpired:
-            raise KafkalabError(f"mvn took over {MVN_TIMEOUT}s fetching {what}") from None
-        if proc.returncode == 0:
-            return
-        output = proc.stdout + proc.stderr
-    errors = [line for line in output.splitlines() if "ERROR" in line][:2]
-    raise KafkalabError(
-        f"mvn could not fetch {what} from Maven Central:\n"
-        + ("\n".join(errors) or output.strip()[-600:])
-    )
 
 
 # --- assembling the tarball ----------------------------------------------------------------

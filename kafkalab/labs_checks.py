@@ -32,6 +32,19 @@ class Verdict:
         return not self.problems
 
 
+class Unmet(Exception):
+    """Raised by a check that cannot even look (its topic is missing): the check fails
+    with this message as its one problem."""
+
+
+def existing_topic(ctx: LabContext, name: str) -> Any:
+    """The topic's metadata; a check on a topic that does not exist fails with that."""
+    t = ctx.topic(name)
+    if t is None:
+        raise Unmet(f"there is no topic {name} yet")
+    return t
+
+
 @dataclass
 class Kind:
     params: type[BaseModel]
@@ -135,9 +148,7 @@ def _topic_title(p: TopicParams, _mode: str) -> str:
 def topic(ctx: LabContext, p: TopicParams) -> Verdict:
     from confluent_kafka.admin import ConfigResource, ConfigSource
 
-    t = ctx.topic(p.topic)
-    if t is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    t = existing_topic(ctx, p.topic)
     v = Verdict()
     parts = list(t.partitions.values())
     if p.partitions and len(parts) != p.partitions:
@@ -188,8 +199,7 @@ def _records_title(p: RecordsParams, _mode: str) -> str:
 
 @kind("records", RecordsParams, _records_title)
 def records(ctx: LabContext, p: RecordsParams) -> Verdict:
-    if ctx.topic(p.topic) is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    existing_topic(ctx, p.topic)
     recs = ctx.records(p.topic)
     v = Verdict()
     matching = [
@@ -242,9 +252,7 @@ def _keys_title(p: KeysParams, _mode: str) -> str:
 
 @kind("keys", KeysParams, _keys_title)
 def keys(ctx: LabContext, p: KeysParams) -> Verdict:
-    t = ctx.topic(p.topic)
-    if t is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    t = existing_topic(ctx, p.topic)
     n = len(t.partitions)
     recs = sorted(ctx.records(p.topic), key=lambda r: (r.partition, r.offset))
     v = Verdict()
@@ -293,9 +301,7 @@ class GroupParams(Params):
     lambda p, _m: f"consumer group {p.group} has read everything in {p.topic}",
 )
 def group_caught_up(ctx: LabContext, p: GroupParams) -> Verdict:
-    t = ctx.topic(p.topic)
-    if t is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    t = existing_topic(ctx, p.topic)
     n = len(t.partitions)
     committed = ctx.committed(p.group, p.topic, n)
     if not committed:
@@ -340,9 +346,7 @@ class GroupKeyParams(Params):
     ),
 )
 def group_read_only_key(ctx: LabContext, p: GroupKeyParams) -> Verdict:
-    t = ctx.topic(p.topic)
-    if t is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    t = existing_topic(ctx, p.topic)
     committed = ctx.committed(p.group, p.topic, len(t.partitions))
     keyed = [r for r in ctx.records(p.topic) if r.key == p.key]
     if not keyed:

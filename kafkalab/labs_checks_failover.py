@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from kafkalab.labs_checks import Params, Verdict, kind, plural
+from kafkalab.labs_checks import Params, Verdict, existing_topic, kind, plural
 from kafkalab.labs_quorum import metadata_leader
 
 if TYPE_CHECKING:
@@ -43,9 +43,7 @@ class TopicOnly(Params):
     "isr_full", TopicOnly, lambda p, _m: f"every replica of {p.topic} is in sync (ISR = replicas)"
 )
 def isr_full(ctx: LabContext, p: TopicOnly) -> Verdict:
-    t = ctx.topic(p.topic)
-    if t is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    t = existing_topic(ctx, p.topic)
     v = Verdict()
     for part in sorted(t.partitions.values(), key=lambda x: x.id):
         out = [r for r in part.replicas if r not in part.isrs]
@@ -64,9 +62,7 @@ def isr_full(ctx: LabContext, p: TopicOnly) -> Verdict:
     lambda p, _m: f"every partition of {p.topic} is led by its preferred leader",
 )
 def preferred_leaders(ctx: LabContext, p: TopicOnly) -> Verdict:
-    t = ctx.topic(p.topic)
-    if t is None:
-        return Verdict([f"there is no topic {p.topic} yet"])
+    t = existing_topic(ctx, p.topic)
     v = Verdict()
     for part in sorted(t.partitions.values(), key=lambda x: x.id):
         want = part.replicas[0]

@@ -180,6 +180,8 @@ def run_check(ctx: LabContext, spec: labs.CheckSpec) -> tuple[str, labs_checks.V
     title = spec.title or kind.title(params, ctx.topo.mode)
     try:
         verdict = kind.run(ctx, params)
+    except labs_checks.Unmet as exc:
+        verdict = labs_checks.Verdict([str(exc)])
     except Exception as exc:  # a cluster in trouble is a failed check, not a traceback
         verdict = labs_checks.Verdict([f"could not look: {exc}"])
     return title, verdict

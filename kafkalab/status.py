@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafkalab import client, inventory, netns
+from kafkalab.labs_quorum import zk_srvr
 from kafkalab.targets import EmbeddedLab
 
 SERVICES = {
@@ -22,18 +22,7 @@ SERVICES = {
 
 def zk_mode(address: str, timeout: float = 2.0) -> str | None:
     """ZooKeeper's own answer to `srvr`: leader, follower or standalone (caller in lab netns)."""
-    try:
-        with socket.create_connection((address, 2181), timeout=timeout) as sock:
-            sock.sendall(b"srvr")
-            data = b""
-            while chunk := sock.recv(4096):
-                data += chunk
-    except OSError:
-        return None
-    for line in data.decode(errors="replace").splitlines():
-        if line.startswith("Mode:"):
-            return line.split(":", 1)[1].strip()
-    return None
+    return zk_srvr(address, timeout).get("Mode")
 
 
 def _run(lab: EmbeddedLab, name: str, command: list[str], timeout: float = 60) -> str:

@@ -4,6 +4,7 @@ no JVM. The real build (pyspark package + Maven Central) runs in the streaming t
 from __future__ import annotations
 
 import io
+import subprocess
 import tarfile
 import zipfile
 from pathlib import Path
@@ -166,3 +167,32 @@ def test_unpack_pyspark_sdist(tmp_path):
     assert (home / "python" / "lib" / "py4j-0.10.9.9-src.zip").exists()
     with zipfile.ZipFile(home / "python" / "lib" / "pyspark.zip") as zf:
         assert "pyspark/__init__.py" in zf.namelist()
+
+
+def test_connector_runs_mvn_with_its_own_settings_and_says_what_failed(tmp_path, monkeypatch):
+    seen: list[list[str]] = []
+
+    def failing_mvn(cmd, **_kw):
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1, "[ERROR] Could not resolve dependencies", "")
+
+    monkeypatch.setattr(subprocess, "run", failing_mvn)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with pytest.raises(KafkalabError) as err:
+        artifacts_spark.kafka_connector("4.0.0", cache, lambda _m: None)
+    message = str(err.value)
+    assert "spark-sql-kafka-0-10_2.13:4.0.0" in message
+    assert "Could not resolve dependencies" in message
+    assert f"into {cache}/" in message
+    assert len(seen) == 1 and "-s" in seen[0] and f"-Dmaven.repo.local={cache / 'm2'}" in seen[0]
+    assert not artifacts_spark.connector_dir("4.0.0", cache).exists()  # nothing half-made
+
+
+def test_connector_without_mvn_names_the_package(tmp_path, monkeypatch):
+    def no_mvn(cmd, **_kw):
+        raise FileNotFoundError(cmd[0])
+
+    monkeypatch.setattr(subprocess, "run", no_mvn)
+    with pytest.raises(KafkalabError, match=r"`mvn` is not installed.*apt-get install maven"):
+        artifacts_spark.kafka_connector("4.0.0", tmp_path, lambda _m: None)
