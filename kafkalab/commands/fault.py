@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkalab import faults, render, scenarios
+from kafkalab import faults, render, scenario_run, scenarios
 from kafkalab.targets import EmbeddedLab
 
 fault_app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
@@ -120,7 +120,7 @@ def run(
 ) -> None:
     """Run a scenario against the lab and give the verdict (exit 1 when it fails)."""
     scenario = scenarios.load(name)
-    result = scenarios.run(
+    result = scenario_run.run(
         EmbeddedLab(),
         scenario,
         records=records,
@@ -129,7 +129,7 @@ def run(
         keep_topic=keep_topic,
         progress=render.step,
     )
-    data = scenarios.to_dict(result)
+    data = scenario_run.to_dict(result)
     _render_result(data)
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
