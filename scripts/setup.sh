@@ -23,7 +23,9 @@ stamp=.venv/.kafkalab-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   say "installing Python packages into .venv (pyproject.toml)"
   .venv/bin/pip install -q -U pip
-  .venv/bin/pip install -q -e '.[dev]'
+  # One line per package as pip collects it: the first install takes minutes.
+  .venv/bin/pip install --progress-bar off -e '.[dev]' |
+    awk '/^Collecting/ { print "  [" ++n "] " $0; fflush() } /^Successfully installed/ { print "  " $0 }'
   touch "$stamp"
 fi
 
