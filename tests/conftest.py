@@ -119,3 +119,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if full:
         config.hook.pytest_deselected(items=full)
         items[:] = [item for item in items if not item.get_closest_marker("vm_full")]
+
+
+TIER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Seconds per tier (tests/<tier>/...), setup and teardown included: a lab's bring-up
+    counts for the tier whose test needed it first."""
+    parts = Path(report.nodeid.split("::", 1)[0]).parts
+    tier = parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[0]
+    TIER_SECONDS[tier] = TIER_SECONDS.get(tier, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if sum(TIER_SECONDS.values()) < 60:
+        return  # a quick run: the figures say nothing
+    terminalreporter.section("seconds per tier")
+    for tier, seconds in sorted(TIER_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds:8.1f}  {tier}")
