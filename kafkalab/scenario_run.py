@@ -19,7 +19,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalab import faults, inventory, netns, status, verify
+from kafkalab import faults, inventory, logdump, netns, status, verify
 from kafkalab.errors import KafkalabError
 from kafkalab.scenarios import (
     ALL_OF,
@@ -60,6 +60,9 @@ class Result:
     healthy_after_s: float | None = None
     problems: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    # duplicate id -> who wrote each copy (same order as delivery.duplicates), or why not known
+    duplicate_writers: dict[int, list[logdump.Writer | None]] = field(default_factory=dict)
+    writers_unknown: str = ""
 
     @property
     def passed(self) -> bool:
@@ -226,7 +229,30 @@ class Runner:
         back = verify.consume_to(self.bootstrap, r.topic, verify.targets(producer.acked))
         r.delivery = verify.check(producer.acked, back.records)
         r.short_partitions = back.short
+        if r.delivery.duplicates and s.expect.duplicates != "allowed":
+            self.who_wrote(r.delivery.duplicates)
         self.judge()
+
+    def who_wrote(self, duplicates: dict[int, list[tuple[int, int]]]) -> None:
+        """Read the producer id, epoch and sequence of every duplicate's copies from the log
+        (kafka-dump-log.sh on the partition's leader)."""
+        r = self.result
+        self.note("reading the log", note=f"who wrote the {len(duplicates)} duplicates")
+        parts = self.admin.list_topics(r.topic, timeout=15).topics[r.topic].partitions
+        found: dict[tuple[int, int], logdump.Writer] = {}
+        for p in sorted({p for at in duplicates.values() for p, _o in at}):
+            offsets = [o for at in duplicates.values() for q, o in at if q == p]
+            host = self.brokers.get(parts[p].leader) if p in parts else None
+            if host is None:
+                r.writers_unknown = f"partition {p} has no leader to read the log from"
+                continue
+            try:
+                writers = logdump.read_writers(self.lab, host, r.topic, p, offsets)
+            except KafkalabError as exc:
+                r.writers_unknown = str(exc)
+                continue
+            found.update({(p, o): w for o, w in writers.items()})
+        r.duplicate_writers = {i: [found.get(pos) for pos in at] for i, at in duplicates.items()}
 
     def recover(self) -> None:
         """Undo what the schedule left broken and wait until the cluster is whole again."""
@@ -245,6 +271,19 @@ class Runner:
             r.reasons.append(f"{len(d.lost)} acknowledged records lost (expected none)")
         if e.duplicates == "none" and d.duplicates:
             r.reasons.append(f"{len(d.duplicates)} records written more than once (expected none)")
+        if e.duplicates == "after-epoch-bump" and d.duplicates:
+            unexplained = [
+                i
+                for i in d.duplicates
+                if not logdump.resent_after_epoch_bump(r.duplicate_writers.get(i, []))
+            ]
+            if unexplained:
+                why = f"; {r.writers_unknown}" if r.writers_unknown else ""
+                r.reasons.append(
+                    f"{len(unexplained)} records written more than once by the same producer "
+                    f"epoch, or by writers the log does not show (expected: only re-sends "
+                    f"after a producer epoch bump){why}"
+                )
         if r.sends.unfinished:
             r.reasons.append(f"{r.sends.unfinished} sends never completed")
         if r.sends.acked == 0:
@@ -599,6 +638,22 @@ def to_dict(result: Result) -> dict[str, Any]:
             },
         },
         "delivery": d.as_dict() if d else None,
+        "duplicates": [
+            {
+                "id": i,
+                "cause": logdump.cause(result.duplicate_writers.get(i, [])),
+                "copies": [
+                    {"partition": p, "offset": o, **(w.__dict__ if w else {})}
+                    for (p, o), w in zip(
+                        at, result.duplicate_writers.get(i, [None] * len(at)), strict=True
+                    )
+                ],
+            }
+            for i, at in list(d.duplicates.items())[:1000]
+        ]
+        if d
+        else [],
+        "duplicate_writers_unknown": result.writers_unknown or None,
         "sends": result.sends.as_dict(),
         "short_partitions": result.short_partitions,
         "recovery": {

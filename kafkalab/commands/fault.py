@@ -143,6 +143,14 @@ def _secs(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}s"
 
 
+def _copies(copies: list[dict[str, Any]]) -> str:
+    return ", ".join(
+        f"{c['partition']}:{c['offset']}"
+        + (f" ({c['producer_id']}/{c['epoch']}/{c['sequence']})" if "epoch" in c else "")
+        for c in copies
+    )
+
+
 def _render_result(data: dict[str, Any]) -> None:
     d, sends, rec = data["delivery"], data["sends"], data["recovery"]
     each = rec["each"]
@@ -178,12 +186,12 @@ def _render_result(data: dict[str, Any]) -> None:
             ["id", "partition", "offset acked", "key"],
             [(r["id"], r["partition"], r["offset"], r["key"]) for r in d["lost_records"][:20]],
         )
-    if d["duplicates"]:
-        positions = d["duplicate_positions"]
+    if data["duplicates"]:
+        dups = data["duplicates"]
         render.table(
-            f"duplicates in the log (first {min(len(positions), 20)} of {d['duplicates']})",
-            ["id", "partition:offset"],
-            [(i, ", ".join(f"{p}:{o}" for p, o in at)) for i, at in list(positions.items())[:20]],
+            f"records in the log more than once (first {min(len(dups), 20)} of {d['duplicates']})",
+            ["id", "copies: partition:offset (producer id/epoch/seq)", "why"],
+            [(x["id"], _copies(x["copies"]), x["cause"]) for x in dups[:20]],
         )
     expect = data["expect"]
     if data["passed"]:
@@ -192,6 +200,11 @@ def _render_result(data: dict[str, Any]) -> None:
             if not d["lost"]
             else (f"{d['lost']} acknowledged records lost, which this scenario allows")
         )
+        if d["duplicates"]:
+            verdict += (
+                f"; {d['duplicates']} records written twice, which this scenario allows"
+                f" (duplicates: {expect['duplicates']})"
+            )
         render.ok(f"PASS (expected: loss {expect['loss']}): {verdict}")
     else:
         for reason in data["reasons"]:
