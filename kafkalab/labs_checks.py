@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kafkalab.errors import KafkalabError
+from kafkalab.render import plural
 
 if TYPE_CHECKING:
     from kafkalab.labs_cluster import LabContext
@@ -123,10 +124,6 @@ def kind(
         return fn
 
     return register
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 class TopicParams(Params):

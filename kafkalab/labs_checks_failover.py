@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from kafkalab.labs_checks import Params, Verdict, existing_topic, kind, plural
+from kafkalab.labs_checks import Params, Verdict, existing_topic, kind
 from kafkalab.labs_quorum import metadata_leader
+from kafkalab.render import plural
 
 if TYPE_CHECKING:
     from kafkalab.labs_cluster import LabContext

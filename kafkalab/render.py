@@ -42,3 +42,8 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
 
 def as_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def plural(n: int, word: str) -> str:
+    """`1 record`, `2 records`."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

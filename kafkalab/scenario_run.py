@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalab import faults, inventory, logdump, netns, status, verify
 from kafkalab.errors import KafkalabError
+from kafkalab.render import plural
 from kafkalab.scenarios import (
     ALL_OF,
     BRINGS_BACK,
@@ -270,7 +271,9 @@ class Runner:
         if e.loss == "none" and d.lost:
             r.reasons.append(f"{len(d.lost)} acknowledged records lost (expected none)")
         if e.duplicates == "none" and d.duplicates:
-            r.reasons.append(f"{len(d.duplicates)} records written more than once (expected none)")
+            r.reasons.append(
+                f"{plural(len(d.duplicates), 'record')} written more than once (expected none)"
+            )
         if e.duplicates == "after-epoch-bump" and d.duplicates:
             unexplained = [
                 i
@@ -280,8 +283,8 @@ class Runner:
             if unexplained:
                 why = f"; {r.writers_unknown}" if r.writers_unknown else ""
                 r.reasons.append(
-                    f"{len(unexplained)} records written more than once by the same producer "
-                    f"epoch, or by writers the log does not show (expected: only re-sends "
+                    f"{plural(len(unexplained), 'record')} written more than once by the same "
+                    "producer epoch, or by writers the log does not show (expected: only re-sends "
                     f"after a producer epoch bump){why}"
                 )
         if r.sends.unfinished:

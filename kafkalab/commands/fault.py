@@ -202,7 +202,8 @@ def _render_result(data: dict[str, Any]) -> None:
         )
         if d["duplicates"]:
             verdict += (
-                f"; {d['duplicates']} records written twice, which this scenario allows"
+                f"; {render.plural(d['duplicates'], 'record')} written twice, which this"
+                " scenario allows"
                 f" (duplicates: {expect['duplicates']})"
             )
         render.ok(f"PASS (expected: loss {expect['loss']}): {verdict}")

@@ -61,7 +61,7 @@ def test_a_copy_under_a_newer_epoch_passes_and_is_listed(capsys: pytest.CaptureF
     out = capsys.readouterr().out
     assert "0:2 (3000/0/2), 0:3 (3000/1/0)" in out
     words = " ".join(out.split())  # the terminal may wrap the verdict line
-    assert "PASS" in words and "1 records written twice, which this scenario allows" in words
+    assert "PASS" in words and "1 record written twice, which this scenario allows" in words
 
 
 @pytest.mark.parametrize(
@@ -80,5 +80,5 @@ def test_a_copy_the_log_does_not_explain_fails(writers, unknown, said):
 
 def test_expecting_none_fails_on_any_duplicate():
     result = judged("leader-hard-bounce", EPOCH_BUMP, duplicates="none")
-    assert result.reasons == ["1 records written more than once (expected none)"]
+    assert result.reasons == ["1 record written more than once (expected none)"]
     assert judged("leader-hard-bounce", SAME_EPOCH, duplicates="allowed").passed
