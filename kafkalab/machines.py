@@ -203,29 +203,63 @@ def wait_ssh(
     machines: list[EmbeddedMachine],
     timeout: float = 120,
     tick: Callable[[str], None] | None = None,
+    login: Callable[[EmbeddedMachine], list[str]] | None = None,
 ) -> None:
-    """Wait until every machine's sshd answers with its banner, from inside the lab."""
+    """Wait until every machine's sshd answers with its banner, from inside the lab, and
+    then, with `login` (an ssh command that runs `true`), until a login succeeds.
+
+    A banner alone is not enough: while a machine boots, sshd already answers but PAM
+    still refuses unprivileged users (/run/nologin until systemd-user-sessions has run),
+    and such an ssh exits 255 with nothing on the terminal. Refused logins are written to
+    the machine's ssh-probe.log."""
+
+    def banner(m: EmbeddedMachine) -> bool:
+        try:
+            with socket.create_connection((m.address, 22), timeout=1) as sock:
+                sock.settimeout(2)
+                return sock.recv(4).startswith(b"SSH")
+        except OSError:
+            return False
+
+    def logged_in(m: EmbeddedMachine) -> bool:
+        if login is None:
+            return True
+        try:
+            proc = subprocess.run(login(m), capture_output=True, text=True, timeout=20)
+        except subprocess.TimeoutExpired:
+            return False
+        if proc.returncode != 0:
+            with (m.home / "ssh-probe.log").open("a") as log:
+                log.write(f"{time.strftime('%H:%M:%S')} exit {proc.returncode}: ")
+                log.write((proc.stderr.strip() or "(no message)") + "\n")
+        return proc.returncode == 0
 
     def probe() -> None:
         pending = {m.name: m for m in machines}
+        answered: set[str] = set()
         deadline = time.monotonic() + timeout
         while pending:
             for name, m in list(pending.items()):
                 if not m.running():
                     log = m.home / "console.log"
                     raise KafkalabError(f"machine {name} stopped while booting; see {log}")
-                try:
-                    with socket.create_connection((m.address, 22), timeout=1) as sock:
-                        sock.settimeout(2)
-                        if sock.recv(4).startswith(b"SSH"):
-                            del pending[name]
-                            if tick:
-                                tick(name)
-                except OSError:
-                    pass
+                if name not in answered and banner(m):
+                    answered.add(name)
+                if name in answered and logged_in(m):
+                    del pending[name]
+                    if tick:
+                        tick(name)
             if pending and time.monotonic() > deadline:
+                refused = [n for n in pending if n in answered]
+                why = (
+                    f" (sshd answers but refuses the login on {', '.join(refused)}: see "
+                    "ssh-probe.log in their machine directories)"
+                    if refused
+                    else ""
+                )
                 raise KafkalabError(
-                    f"machines not reachable over ssh after {timeout:.0f}s: {', '.join(pending)}"
+                    f"machines not reachable over ssh after {timeout:.0f}s: "
+                    f"{', '.join(pending)}{why}"
                 )
             time.sleep(0.3)
 

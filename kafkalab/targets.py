@@ -188,7 +188,14 @@ class EmbeddedLab:
         for m in machines:
             m.prepare(base, prefix, pubkey)
             m.start(self.ns)
-        wait_ssh(self.ns, machines)
+        wait_ssh(self.ns, machines, login=self._login_probe)
+
+    def _login_probe(self, m: EmbeddedMachine) -> list[str]:
+        """One ssh login as vagrant that runs `true`, outside the shared connections (it
+        must not leave a master behind) and with ssh's own messages kept."""
+        cmd = ["ssh", *SSH_ARGS.replace("LogLevel=ERROR", "LogLevel=INFO").split()]
+        cmd += ["-i", str(self.key), "-o", "ControlPath=none", "-o", "BatchMode=yes", "-T"]
+        return netns.wrap(self.ns, [*cmd, f"vagrant@{m.address}", "true"])
 
     def _forget_ssh_connections(self) -> None:
         """Drop the shared ssh connections (ours and Ansible's) of this lab. A master

@@ -41,7 +41,10 @@ def test_molecule_scenario(role):
     finally:
         netns.delete(ns)
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-6000:]
+    # The first failure explains the rest (a failed create is followed by a failed destroy):
+    # show every fatal/error line, then the tail.
+    first = [line[:600] for line in out.splitlines() if re.search(r"fatal:|FAILED!|error:", line)]
+    assert proc.returncode == 0, "\n".join(first[:20]) + "\n...\n" + out[-4000:]
     for action in ("converge", "idempotence", "verify"):
         assert f"[default > {action}] Executed: Successful" in out, out[-3000:]
     assert "Verifier completed successfully" in out
