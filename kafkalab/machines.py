@@ -73,6 +73,13 @@ class EmbeddedMachine:
         try:
             pid = int(self.pid_file.read_text())
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            # Empty while the process is between two of its execs (ip netns exec ->
+            # unshare -> launcher -> nspawn) or a zombie: look again before saying gone.
+            for _ in range(10):
+                if cmdline:
+                    break
+                time.sleep(0.05)
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             return None
         # From `ip netns exec` through the launcher to nspawn it is one PID (exec all the way);

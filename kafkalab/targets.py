@@ -142,8 +142,9 @@ class EmbeddedLab:
         self._owns_ns = self._saved().get("owns_netns", not netns.exists(self.ns))
         netns.ensure(self.ns, topo.gateway(), hosts)
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
-        self._boot(machines, base, topo)
+        # Saved first: if a boot fails, `kafkalab down` still knows the machines to stop.
         self._save(topo)
+        self._boot(machines, base, topo)
         data = inventory.build(
             topo,
             {
