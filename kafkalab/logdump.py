@@ -35,9 +35,6 @@ class Writer:
     epoch: int
     sequence: int  # the record's own sequence number (-1 without idempotence)
 
-    def __str__(self) -> str:
-        return f"producer {self.producer_id} epoch {self.epoch} seq {self.sequence}"
-
 
 def parse(dump: str, offsets: Iterable[int]) -> dict[int, Writer]:
     """The writer of each wanted offset, from kafka-dump-log.sh's batch lines."""
@@ -83,24 +80,24 @@ def read_writers(
     return parse(proc.stdout, offsets)
 
 
+RESENT = "re-sent by the client after it bumped its producer epoch"
+
+
 def cause(copies: list[Writer | None]) -> str:
     """Why one record is in the log more than once, as far as its writers tell."""
-    if not copies or any(c is None for c in copies):
+    if len(copies) < 2 or any(c is None for c in copies):
         return "unknown (writers not read from the log)"
     known = [c for c in copies if c is not None]
     if any(c.producer_id < 0 for c in known):
         return "not an idempotent producer: a plain retry"
     if len({c.producer_id for c in known}) > 1:
         return "written by different producer ids"
-    if resent_after_epoch_bump(copies):
-        return "re-sent by the client after it bumped its producer epoch"
+    if len({c.epoch for c in known}) == len(known):
+        return RESENT
     return "same producer epoch: the broker's deduplication did not catch it"
 
 
 def resent_after_epoch_bump(copies: list[Writer | None]) -> bool:
     """Every copy by one idempotent producer, each under its own epoch: the client
     re-sent after bumping its epoch, outside the broker's deduplication."""
-    if len(copies) < 2 or any(c is None or c.producer_id < 0 for c in copies):
-        return False
-    known = [c for c in copies if c is not None]
-    return len({c.producer_id for c in known}) == 1 and len({c.epoch for c in known}) == len(known)
+    return cause(copies) == RESENT
