@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,6 +20,7 @@ from kafkalab.commands import fault as fault_cmd
 from kafkalab.commands import lab as lab_cmd
 from kafkalab.commands import spark as spark_cmd
 from kafkalab.errors import KafkalabError
+from kafkalab.labstate import one_command
 from kafkalab.targets import EmbeddedLab
 
 app = typer.Typer(
@@ -40,6 +42,7 @@ TopologyFile = Annotated[
 
 
 @app.command()
+@one_command
 def up(
     mode: Annotated[str | None, typer.Option(help="kraft or zookeeper")] = None,
     brokers: Annotated[int | None, typer.Option(help="number of brokers")] = None,
@@ -61,9 +64,10 @@ def up(
         "controllers": controllers,
         "extra_hosts": with_.split(",") if with_ else None,
     }
-    # An existing lab keeps its settings unless a flag (or an explicit file) changes one.
-    base = saved if topology_file is None else None
-    topo = topology.load(topology_file, overrides, base=base)
+    # An existing lab keeps its settings unless a flag (or an explicit file) changes one,
+    # and always its extra hosts (`up` adds machines, only `down --purge` removes them).
+    required = topology_file is not None
+    topo = topology.load(topology_file, overrides, existing=saved, required=required)
     result = lab.up(topo, render.step, provision_hosts=provision)
     if not provision:
         render.ok(f"machines up, inventory: {lab.inventory_path}")
@@ -76,6 +80,7 @@ def up(
 
 
 @app.command()
+@one_command
 def down(
     purge: Annotated[bool, typer.Option(help="also delete machines, data and the network")] = False,
 ) -> None:
@@ -104,7 +109,7 @@ def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable"
             m["host"],
             m["address"],
             "+".join(r.removeprefix("kafka_") for r in m["roles"]),
-            m["machine"],
+            _machine_cell(m),
             ", ".join(f"{k}: {v}" for k, v in m["services"].items()),
             m["node_id"],
             m["leader"],
@@ -116,6 +121,15 @@ def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable"
         ["host", "address", "roles", "machine", "services", "node id", "leads"],
         rows,
     )
+
+
+def _machine_cell(m: dict[str, Any]) -> str:
+    """`running`, or what its boot left: `running, boot degraded (failed: x.service)`."""
+    booted = m["boot"]
+    if booted["state"] in ("running", "stopped") and not booted["failed_units"]:
+        return str(m["machine"])
+    failed = f" (failed: {', '.join(booted['failed_units'])})" if booted["failed_units"] else ""
+    return f"{m['machine']}, boot {booted['state']}{failed}"
 
 
 @app.command(name="exec", context_settings={"allow_extra_args": True})
@@ -158,7 +172,8 @@ def fetch(
     ] = None,
 ) -> None:
     """Fill the cache (Kafka artifact, base image, Spark) so `up` needs no network."""
-    topo = topology.load(topology_file, {"extra_hosts": with_.split(",") if with_ else None})
+    extra_hosts = with_.split(",") if with_ else None
+    topo = topology.load(topology_file, {"extra_hosts": extra_hosts}, required=bool(topology_file))
     archive = artifacts.resolve_kafka(topo.kafka_version, progress=render.step)
     render.ok(f"Kafka {topo.kafka_version}: {archive}")
     render.ok(f"base image: {image.ensure_image(render.step)}")
@@ -181,9 +196,23 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
+class Interrupted(Exception):
+    """Ctrl-C, raised as our own exception: typer turns KeyboardInterrupt into a silent exit."""
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise Interrupted
+
+
 def main() -> None:
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         app()
     except KafkalabError as exc:
         render.error(str(exc))
         sys.exit(2)
+    except (Interrupted, KeyboardInterrupt):
+        # Machines run in sessions of their own: Ctrl-C stops kafkalab, not them, and the
+        # lab was saved before they booted, so `down` knows every one.
+        render.error("interrupted; machines that were started keep running: `kafkalab down`")
+        sys.exit(130)

@@ -9,7 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image, vagrant
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, boot, image, vagrant
+from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
 
 
@@ -81,7 +82,28 @@ def run() -> list[Check]:
         )
     )
     checks += optional()
+    checks += machines()
     return checks
+
+
+def machines() -> list[Check]:
+    """How each running machine of this lab booted (its systemd's own answer)."""
+    from kafkalab.targets import EmbeddedLab
+
+    try:
+        lab = EmbeddedLab()
+        found = boot.states([m for m in lab.machines() if m.running()], timeout=10)
+    except KafkalabError as exc:
+        return [Check("lab", False, str(exc), "see the message")]
+    return [
+        Check(
+            f"machine {name}",
+            state.ok,
+            state.describe().replace("\n", " "),
+            "" if state.ok else "`kafkalab up` reboots a machine that did not boot cleanly",
+        )
+        for name, state in found.items()
+    ]
 
 
 def optional() -> list[Check]:

@@ -8,33 +8,68 @@ shared base image; the upper dir keeps everything the machine wrote, so
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import netns
+from kafkalab import netns, rootfs
 from kafkalab.errors import KafkalabError
 
 # After `ip netns exec` remounts /sys, the cgroup mounts are gone; PID 1 here is
-# not systemd, so nspawn neither registers nor makes its own scope. The machine's
-# link is a veth pair kafkalab makes (lab side on the bridge, the other end moved
-# into the machine), so its names are ours and several labs can run side by side.
-LAUNCHER = """#!/bin/sh
-set -e
-mount -t tmpfs tmpfs /sys/fs/cgroup
+# not systemd, so nspawn neither registers nor makes its own scope. So the launcher
+# mounts the two hierarchies a machine's systemd uses (cgroup2 and name=systemd) and
+# moves itself into a cgroup of the machine's own, kafkalab/<netns>/<machine>, in both:
+# nspawn makes the machine's cgroup namespace there. Without it every machine's systemd
+# managed the same root subtree, and one machine removed the unit cgroups another was
+# attaching to (219/CGROUP, a boot left `degraded` or refusing logins for ever).
+# The machine's link is a veth pair kafkalab makes (lab side on the bridge, the other
+# end moved into the machine), so its names are ours and several labs run side by side.
+CGROUP_MOUNTS = """mount -t tmpfs tmpfs /sys/fs/cgroup
 mkdir -p /sys/fs/cgroup/unified /sys/fs/cgroup/systemd
 mount -t cgroup2 none /sys/fs/cgroup/unified
 mount -t cgroup -o none,name=systemd none /sys/fs/cgroup/systemd
+"""
+
+LAUNCHER = (
+    """#!/bin/sh
+set -e
+"""
+    + CGROUP_MOUNTS
+    + """for h in unified systemd; do
+  mkdir -p /sys/fs/cgroup/$h/{cgroup}
+  echo $$ > /sys/fs/cgroup/$h/{cgroup}/cgroup.procs
+done
 # No udev runs here: a read-only /sys tells nspawn not to wait for udev to take the link.
 mount -o remount,ro /sys
 exec systemd-nspawn --boot --register=no --keep-unit --quiet \\
   --directory={root} --machine={machine} --hostname={name} --network-interface={link}
 """
+)
+
+# Removes a machine's cgroups (deepest first) once nothing runs in them; run under
+# `unshare -m`, so the mounts stay private. rmdir fails on a cgroup with processes.
+CGROUP_REMOVER = (
+    "set -e\n"
+    + CGROUP_MOUNTS
+    + """for h in unified systemd; do
+  d="/sys/fs/cgroup/$h/$1"
+  [ -d "$d" ] || continue
+  find "$d" -depth -type d -exec rmdir {} +
+  p=$(dirname "$d")
+  while [ "$p" != "/sys/fs/cgroup/$h" ]; do rmdir "$p" 2>/dev/null || break; p=$(dirname "$p"); done
+done
+"""
+)
+
+VAGRANT_UID = 1000  # the base image's vagrant user (images/debian-base.yml)
 
 NETWORK_UNIT = """[Match]
 Name={link}
@@ -104,21 +139,55 @@ class EmbeddedMachine:
             )
             if proc.returncode != 0:
                 raise KafkalabError(f"cannot mount the root of {self.name}: {proc.stderr.strip()}")
-        _write(self.root / "etc/hostname", self.name + "\n")
-        _write(
-            self.root / "etc/systemd/network/10-host0.network",
+        # Every write goes through rootfs: the machine may have made any of these a link.
+        rootfs.write_text(self.root, "etc/hostname", self.name + "\n")
+        rootfs.write_text(
+            self.root,
+            "etc/systemd/network/10-host0.network",
             NETWORK_UNIT.format(link=self.link, address=self.address, prefix=prefix),
         )
-        hosts = self.root / "etc/hosts"
         # Its own name resolves to its lab address (not 127.0.1.1, where nothing listens).
         line = f"{self.address} {self.name}"
-        current = hosts.read_text() if hosts.exists() else "127.0.0.1 localhost\n"
+        current = rootfs.read_text(self.root, "etc/hosts") or "127.0.0.1 localhost\n"
         if line not in current.splitlines():
-            hosts.write_text(current.rstrip("\n") + f"\n{line}\n")
-        keys = self.root / "home/vagrant/.ssh/authorized_keys"
-        _write(keys, pubkey.strip() + "\n", mode=0o600)
-        os.chown(keys, 1000, 1000)
-        os.chown(keys.parent, 1000, 1000)
+            rootfs.write_text(self.root, "etc/hosts", current.rstrip("\n") + f"\n{line}\n")
+        rootfs.write_text(
+            self.root,
+            "home/vagrant/.ssh/authorized_keys",
+            pubkey.strip() + "\n",
+            mode=0o600,
+            owner=(VAGRANT_UID, VAGRANT_UID),
+            dir_owner=(VAGRANT_UID, VAGRANT_UID),
+        )
+
+    @property
+    def cgroup_file(self) -> Path:
+        """Where start() notes the machine's cgroup, so that stop can remove it."""
+        return self.home / "cgroup"
+
+    def cgroup(self, ns: str) -> str:
+        """This machine's own cgroup, the same path in the cgroup2 and name=systemd trees."""
+        return f"kafkalab/{ns}/{self.name}"
+
+    def remove_cgroups(self) -> None:
+        """Remove the cgroups the launcher made (and its lab's, once empty)."""
+        try:
+            path = self.cgroup_file.read_text().strip()
+        except FileNotFoundError:
+            return
+        if not path.startswith("kafkalab/") or ".." in path.split("/"):
+            raise KafkalabError(f"{self.cgroup_file} does not name a kafkalab cgroup: {path!r}")
+        proc = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", CGROUP_REMOVER, "sh", path],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise KafkalabError(
+                f"cannot remove the cgroups of {self.name} ({path}): {proc.stderr.strip()}; "
+                "is something of the machine still running?"
+            )
+        self.cgroup_file.unlink()
 
     def start(self, ns: str) -> int:
         if (pid := self.pid()) is not None:
@@ -131,11 +200,25 @@ class EmbeddedMachine:
         netns.veth_pair(ns, self.veth, self.link)
         launcher = self.home / "launch.sh"
         machine = f"{ns}-{self.name}"
+        # Empty cgroups left by an unclean stop would carry the last boot's units over.
+        self.remove_cgroups()
+        self.cgroup_file.write_text(self.cgroup(ns) + "\n")
         launcher.write_text(
-            LAUNCHER.format(root=self.root, machine=machine, name=self.name, link=self.link)
+            LAUNCHER.format(
+                **{
+                    key: shlex.quote(str(value))  # a state dir may hold any character
+                    for key, value in {
+                        "root": self.root,
+                        "machine": machine,
+                        "name": self.name,
+                        "link": self.link,
+                        "cgroup": self.cgroup(ns),
+                    }.items()
+                }
+            )
         )
         launcher.chmod(0o755)
-        with (self.home / "console.log").open("ab") as log:
+        with _interrupts_deferred(), (self.home / "console.log").open("ab") as log:
             proc = subprocess.Popen(
                 netns.wrap(ns, ["unshare", "-m", "--propagation", "private", str(launcher)]),
                 stdin=subprocess.DEVNULL,
@@ -143,7 +226,8 @@ class EmbeddedMachine:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.pid_file.write_text(f"{proc.pid}\n")
+            # Written before a Ctrl-C can land: no machine runs unknown to its lab.
+            self.pid_file.write_text(f"{proc.pid}\n")
         return proc.pid
 
     def stop(self, timeout: float = 60) -> None:
@@ -165,13 +249,27 @@ def stop_all(machines: list[EmbeddedMachine], timeout: float = 60) -> None:
             os.kill(pid, signal.SIGKILL)
             _wait_gone(pid, 10)
         m.pid_file.unlink(missing_ok=True)
+    for m in machines:
+        if not m.running():
+            m.remove_cgroups()
 
 
-def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
-    path.chmod(mode)
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) until the block is done, then raise it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        raise KeyboardInterrupt
 
 
 def _name_in_use(name: str) -> str | None:

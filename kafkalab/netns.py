@@ -3,13 +3,21 @@
 Everything that talks to lab machines runs inside it: subprocesses through
 `ip netns exec`, Python code in a thread that has joined the namespace (setns is
 per thread, and threads that thread starts inherit it, librdkafka's included).
+
+A namespace kafkalab made for a lab has a claim, /run/kafkalab/netns/<ns>.owner (not in
+/etc/netns/<ns>/, whose every file `ip netns exec` bind-mounts over /etc): the lab's
+state dir and the namespace's inode (a namespace made again after a reboot, by someone
+else, is not the old claim's). Only that lab deletes it; a namespace made by someone
+else (a test harness that runs the lab inside it) is never deleted by a lab.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
+import re
 import subprocess
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -22,6 +30,12 @@ T = TypeVar("T")
 BRIDGE = "klbr0"
 CLONE_NEWNET = 0x40000000
 NETNS_RUN = Path("/run/netns")
+NETNS_ETC = Path("/etc/netns")
+CLAIMS = Path("/run/kafkalab/netns")
+# A path component, an `ip` argument and part of nspawn machine names (`<ns>-kafka1`,
+# at most 64 characters): lowercase letters, digits and '-', starting with a letter.
+NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+NAME_RULE = "1 to 32 lowercase letters, digits and '-', starting with a letter"
 
 
 def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -32,12 +46,71 @@ def _ip(*args: str, ns: str | None = None, check: bool = True) -> subprocess.Com
     return proc
 
 
+def valid_name(ns: str) -> bool:
+    return NAME.fullmatch(ns) is not None
+
+
+def check_name(ns: str, source: str = "KAFKALAB_NETNS") -> str:
+    """`ns` if it is a name kafkalab uses for a namespace, else one line with the rule."""
+    if not valid_name(ns):
+        raise KafkalabError(
+            f"{source}={ns!r} is not a network namespace name kafkalab uses: "
+            f"use {NAME_RULE} (e.g. kafkalab or kltest-kraft)"
+        )
+    return ns
+
+
 def exists(ns: str) -> bool:
     return (NETNS_RUN / ns).exists()
 
 
+def _inode(ns: str) -> int | None:
+    try:
+        return (NETNS_RUN / ns).stat().st_ino
+    except OSError:
+        return None
+
+
+def _claim_record(ns: str) -> dict[str, object] | None:
+    try:
+        data = json.loads(_claim_file(ns).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def claimed(ns: str) -> bool:
+    """A lab's claim is recorded for `ns` (current or left from an earlier namespace)."""
+    return _claim_file(check_name(ns, "namespace")).exists()
+
+
+def _claim_file(ns: str) -> Path:
+    return CLAIMS / f"{ns}.owner"
+
+
+def owner(ns: str) -> Path | None:
+    """The state dir of the lab that made `ns`, while that very namespace exists."""
+    claim = _claim_record(ns)
+    inode = _inode(check_name(ns, "namespace"))
+    if claim is None or inode is None or claim.get("inode") != inode:
+        return None
+    state = claim.get("state")
+    return Path(state) if isinstance(state, str) else None
+
+
+def claim(ns: str, state: Path) -> None:
+    """Record that the lab at `state` made `ns` (it exists): only that lab deletes it."""
+    inode = _inode(check_name(ns, "namespace"))
+    if inode is None:
+        raise KafkalabError(f"cannot claim network namespace {ns}: it does not exist")
+    CLAIMS.mkdir(parents=True, exist_ok=True, mode=0o755)
+    record = {"state": str(state.resolve()), "inode": inode}
+    _claim_file(ns).write_text(json.dumps(record) + "\n")
+
+
 def ensure(ns: str, gateway: str, hosts: dict[str, str]) -> None:
     """Create the namespace with its bridge (idempotent) and its /etc/hosts view."""
+    check_name(ns, "namespace")
     if os.geteuid() != 0:
         raise KafkalabError("kafkalab needs root for network namespaces: run it with sudo")
     if not exists(ns):
@@ -57,19 +130,34 @@ def ensure(ns: str, gateway: str, hosts: dict[str, str]) -> None:
 
 def write_hosts(ns: str, hosts: dict[str, str]) -> None:
     """`ip netns exec` bind-mounts /etc/netns/<ns>/hosts over /etc/hosts."""
-    etc = Path("/etc/netns") / ns
+    etc = NETNS_ETC / check_name(ns, "namespace")
     etc.mkdir(parents=True, exist_ok=True)
     lines = ["127.0.0.1 localhost", *(f"{addr} {name}" for name, addr in hosts.items())]
     (etc / "hosts").write_text("\n".join(lines) + "\n")
 
 
-def delete(ns: str) -> None:
+def delete(ns: str, owner_state: Path | None = None) -> bool:
+    """Delete `ns` and its /etc/netns files; True when done. With `owner_state` (a lab's
+    state dir), only if that lab made it; without (a harness removing a namespace it made
+    itself), only if no lab claims it."""
+    check_name(ns, "namespace")
+    made_by = owner(ns)
+    mine = None if owner_state is None else owner_state.resolve()
     if exists(ns):
+        if made_by != mine:
+            return False
         _ip("netns", "delete", ns)
-    etc = Path("/etc/netns") / ns
-    if (etc / "hosts").exists():
-        (etc / "hosts").unlink()
+    else:  # its files stay unless they are this lab's (or, for a harness, no lab's)
+        stale = _claim_record(ns)
+        left_by = None if stale is None else stale.get("state")
+        if left_by != (None if mine is None else str(mine)):
+            return False
+    etc = NETNS_ETC / ns
+    (etc / "hosts").unlink(missing_ok=True)
+    _claim_file(ns).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # gone already, or holds files that are not ours
         etc.rmdir()
+    return True
 
 
 def wrap(ns: str, cmd: Sequence[str]) -> list[str]:
@@ -116,7 +204,8 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
         except BaseException as exc:
             error.append(exc)
 
-    thread = threading.Thread(target=target, name=f"netns-{ns}")
+    # A daemon: Ctrl-C in the caller (its join) must not wait for the work to end.
+    thread = threading.Thread(target=target, name=f"netns-{ns}", daemon=True)
     thread.start()
     thread.join()
     if error:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
@@ -28,7 +29,9 @@ def fail(message: str) -> None:
 
 
 def error(message: str) -> None:
-    errors.print(f"[bold red]error:[/] {message}")
+    """One error, never wrapped (a pipe or a log keeps its one line) and never read as
+    markup (a message may quote `[a-z0-9_-]`)."""
+    errors.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -6,7 +6,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafkalab import client, inventory, netns
+from kafkalab import boot, client, inventory, netns
 from kafkalab.labs_quorum import zk_srvr
 from kafkalab.targets import EmbeddedLab
 
@@ -66,6 +66,7 @@ def collect(lab: EmbeddedLab) -> dict[str, Any]:
         hv = hosts[name]
         services = sorted({SERVICES[g] for g in hv["groups"] if g in SERVICES})
         running = machines[name].running()
+        booted = boot.state(machines[name], timeout=10) if running else boot.BootState("stopped")
         states = {s: "machine stopped" for s in services}
         if running and services:
             out = _run(lab, name, ["systemctl", "is-active", *services], timeout=20).split()
@@ -75,6 +76,7 @@ def collect(lab: EmbeddedLab) -> dict[str, Any]:
             "address": hv["kafkalab_address"],
             "roles": [g for g in hv["groups"]],
             "machine": "running" if running else "stopped",
+            "boot": booted.as_dict(),
             "services": states,
             "node_id": hv.get("kafka_node_id"),
             "zookeeper_myid": hv.get("zookeeper_myid"),
@@ -85,16 +87,18 @@ def collect(lab: EmbeddedLab) -> dict[str, Any]:
     lead: dict[str, Any] = {"mode": topo.mode}
     live = [r for r in rows if r["services"].get("kafka") == "active"]
     if topo.mode == "kraft" and live:
-        boot = ",".join(f"{r['address']}:9092" for r in live)
-        lead["active_controller"] = quorum_leader(lab, live[0]["host"], boot)
+        bootstrap = ",".join(f"{r['address']}:9092" for r in live)
+        lead["active_controller"] = quorum_leader(lab, live[0]["host"], bootstrap)
     combined = topo.mode == "kraft" and topo.controllers == 0
     for r in rows:
         if combined and "kafka_broker" in r["roles"]:
             r["roles"] = [*r["roles"], "kafka_controller"]
     if topo.mode == "zookeeper" and live:
-        boot = ",".join(f"{r['address']}:9092" for r in live)
+        bootstrap = ",".join(f"{r['address']}:9092" for r in live)
         try:
-            lead["active_controller"] = netns.run_in(lab.ns, lambda: client.controller_id(boot))
+            lead["active_controller"] = netns.run_in(
+                lab.ns, lambda: client.controller_id(bootstrap)
+            )
         except Exception:  # a cluster in trouble still gets a status table
             lead["active_controller"] = None
     if topo.mode == "zookeeper":

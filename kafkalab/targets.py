@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import ipaddress
-import json
 import os
 import shlex
 import shutil
@@ -17,12 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from kafkalab import (
     artifacts,
     artifacts_ksqldb,
     artifacts_spark,
+    boot,
     image,
     inventory,
+    labstate,
     netns,
     provision,
 )
@@ -51,9 +54,15 @@ class EmbeddedLab:
 
     def __init__(self, state: Path | None = None) -> None:
         self.state = state or state_dir()
-        saved = self._saved()
-        self.ns: str = os.environ.get("KAFKALAB_NETNS") or saved.get("netns") or "kafkalab"
-        self._owns_ns: bool = saved.get("owns_netns", True)
+        try:
+            saved = self._saved()
+        except labstate.LabStateDamaged:
+            saved = {}  # said by every use of the lab but `down --purge`, the way out
+        env = os.environ.get("KAFKALAB_NETNS")
+        self.ns: str = netns.check_name(env) if env else saved.get("netns") or "kafkalab"
+        # `up` decides (it made the namespace, or the saved lab says it did); `_save`
+        # records the claim in the namespace's own marker, which is what `down` trusts.
+        self._owns_ns: bool = saved.get("owns_netns", False)
 
     # -- state --------------------------------------------------------------------------
 
@@ -83,13 +92,19 @@ class EmbeddedLab:
         return path
 
     def _saved(self) -> dict[str, Any]:
-        path = self.state / "lab.json"
-        data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-        return data
+        """lab.json ({} before the first `up`); a damaged one raises, with the way out."""
+        return labstate.read_lab(self.state / "lab.json")
 
     def topology(self) -> Topology | None:
         saved = self._saved().get("topology")
-        return Topology(**saved) if saved else None
+        if not saved:
+            return None
+        try:
+            return Topology(**saved)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(part) for part in err["loc"]) or "topology"
+            raise labstate.damaged(self.state / "lab.json", f"{where}: {err['msg']}") from None
 
     def machines(self, topo: Topology | None = None) -> list[EmbeddedMachine]:
         topo = topo or self.topology()
@@ -108,21 +123,44 @@ class EmbeddedLab:
         raise KafkalabError(f"no machine named {name!r} in this lab; machines: {known}")
 
     def check_compatible(self, topo: Topology) -> None:
-        """Refuse a change that would need new storage: that is `down --purge` first."""
+        """Refuse, before anything is touched, a change that would need new storage, change
+        a running ZooKeeper ensemble or KRaft voter set, or leave a machine running outside
+        the lab: that is `down --purge` first. (Other Kafka 3.9.x versions are fine: the
+        role switches releases with a rolling restart.)"""
         old = self.topology()
         if old is None:
             return
+        purge = "run `kafkalab down --purge` first (it deletes the lab's data)"
         for key in FIXED:
             if getattr(old, key) != getattr(topo, key):
                 raise KafkalabError(
                     f"this lab was built with {key}={getattr(old, key)}, you asked for "
-                    f"{key}={getattr(topo, key)}; run `kafkalab down --purge` first "
-                    "(it deletes the lab's data) or keep the setting"
+                    f"{key}={getattr(topo, key)}; {purge} or keep the setting"
                 )
         if topo.brokers < old.brokers:
             raise KafkalabError(
                 f"this lab has {old.brokers} brokers; removing brokers would lose replicas. "
                 "Run `kafkalab down --purge` first to start smaller."
+            )
+        if old.mode == "zookeeper" and min(old.brokers, 3) != min(topo.brokers, 3):
+            raise KafkalabError(
+                f"this lab's ZooKeeper ensemble is its first {min(old.brokers, 3)} broker(s); "
+                f"{topo.brokers} brokers would change the ensemble under a running ZooKeeper; "
+                f"{purge}, or keep brokers: {old.brokers}"
+            )
+        if old.mode == "kraft" and old.controllers == 0 and topo.brokers != old.brokers:
+            raise KafkalabError(
+                f"this lab's {old.brokers} brokers are its KRaft controllers too (controllers: "
+                f"0), so {topo.brokers} brokers would change the static voter set; {purge} "
+                f"(with controllers: 1 or more, brokers can be added later), or keep brokers: "
+                f"{old.brokers}"
+            )
+        kept = {m.name for m in topo.machines()}
+        dropped = [m.name for m in old.machines() if m.name not in kept]
+        if dropped:
+            raise KafkalabError(
+                f"this lab has {', '.join(dropped)} and `up` never removes a machine; {purge} "
+                "to build the lab without it"
             )
 
     # -- up / down ----------------------------------------------------------------------
@@ -144,7 +182,7 @@ class EmbeddedLab:
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
         # Saved first: if a boot fails, `kafkalab down` still knows the machines to stop.
         self._save(topo)
-        self._boot(machines, base, topo)
+        self._boot(machines, base, topo, progress)
         data = inventory.build(
             topo,
             {
@@ -179,16 +217,45 @@ class EmbeddedLab:
         chosen = [m for m in self.machines() if names is None or m.name in names]
         self._boot(chosen, image.rootfs(), topo)
 
-    def _boot(self, machines: list[EmbeddedMachine], base: Path, topo: Topology) -> None:
-        """Mount, personalise and start machines, then wait for their sshd."""
+    def _boot(
+        self,
+        machines: list[EmbeddedMachine],
+        base: Path,
+        topo: Topology,
+        progress: Callable[[str], None] = lambda _msg: None,
+    ) -> None:
+        """Mount, personalise and start machines, wait until each one's boot is over and
+        clean (a bad boot is reported and the machine rebooted once), then for its sshd.
+        Machines already running are checked too: a second `up` repairs a stuck lab."""
         prefix = ipaddress.ip_network(topo.network).prefixlen
         pubkey = self.key.with_suffix(".pub").read_text()
-        booting = [m for m in machines if not m.running()]
-        if booting:
-            self._forget_ssh_connections()
-        for m in machines:
-            m.prepare(base, prefix, pubkey)
-            m.start(self.ns)
+
+        def start(chosen: list[EmbeddedMachine]) -> None:
+            if any(not m.running() for m in chosen):
+                self._forget_ssh_connections()
+            for m in chosen:
+                m.prepare(base, prefix, pubkey)
+                m.start(self.ns)
+
+        start(machines)
+        found = boot.states(machines)
+        bad = [m for m in machines if not found[m.name].ok]
+        if bad:
+            for m in bad:
+                progress(f"{m.name} did not boot cleanly: {found[m.name].describe()}")
+            progress(f"rebooting {', '.join(m.name for m in bad)} once")
+            stop_all(bad)
+            start(bad)
+            again = boot.states(bad)
+            still = [m for m in bad if not again[m.name].ok]
+            if still:
+                detail = "\n".join(
+                    f"  {m.name}: {again[m.name].describe()} (console: {m.home / 'console.log'})"
+                    for m in still
+                )
+                raise KafkalabError(
+                    f"{', '.join(m.name for m in still)} did not boot cleanly twice:\n{detail}"
+                )
         wait_ssh(self.ns, machines, login=self._login_probe)
 
     def _login_probe(self, m: EmbeddedMachine) -> list[str]:
@@ -227,10 +294,23 @@ class EmbeddedLab:
         return found
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:
-        machines = self.machines()
+        """Stop the machines; with `purge`, remove what the lab made and nothing else: its
+        machines, its namespace if it made it, its state dir if kafkalab made that. A
+        damaged lab.json does not stop a purge (the machines are the dirs under machines/)."""
+        if purge:
+            labstate.check_ours(self.state)
+        try:
+            saved = self._saved()
+            machines = self.machines()
+        except labstate.LabStateDamaged:
+            if not purge:
+                raise
+            saved, machines = {}, []
+        machines += self._machines_on_disk(known={m.name for m in machines})
         running = [m for m in machines if m.running()]
         if running:
-            self._stop_zookeeper_mode_brokers(running, progress)
+            if saved:
+                self._stop_zookeeper_mode_brokers(running, progress)
             progress(f"stopping {', '.join(m.name for m in running)}")
             stop_all(running)
             self._forget_ssh_connections()
@@ -238,13 +318,38 @@ class EmbeddedLab:
             return
         for m in machines:
             m.unmount()
-        saved = self._saved()
-        if saved and saved.get("owns_netns", True):
-            netns.delete(self.ns)
+        mounted = labstate.mounts_under(self.state)
+        if mounted:
+            raise KafkalabError(
+                f"{mounted[0]} is still mounted, so {self.state} is not removed: "
+                f"`umount {mounted[0]}`, then run `kafkalab down --purge` again"
+            )
+        self._delete_netns(saved, progress)
         shutil.rmtree(self.control_dir, ignore_errors=True)
         if self.state.exists():
             progress(f"removing {self.state}")
             shutil.rmtree(self.state)
+
+    def _machines_on_disk(self, known: set[str]) -> list[EmbeddedMachine]:
+        """Machine dirs lab.json does not name (it is damaged, or lost one): still ours."""
+        root = self.state / "machines"
+        homes = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        return [EmbeddedMachine(p.name, "", p) for p in homes if p.name not in known]
+
+    def _delete_netns(self, saved: dict[str, Any], progress: Callable[[str], None]) -> None:
+        """Delete the namespaces this lab made: the claim under /etc/netns names this lab.
+        A lab saved before claims existed (its lab.json says it made its namespace, and
+        the namespace has no claim of anyone's) deletes the namespace it saved, as before."""
+        for ns in dict.fromkeys(n for n in (self.ns, saved.get("netns")) if n):
+            legacy = (
+                ns == saved.get("netns") and saved.get("owns_netns") and not netns.claimed(ns)
+            )
+            existed = netns.exists(ns)
+            if netns.delete(ns, None if legacy else self.state):
+                if existed:
+                    progress(f"deleted network namespace {ns}")
+            elif existed:
+                progress(f"left network namespace {ns} alone: this lab did not make it")
 
     def _stop_zookeeper_mode_brokers(
         self, running: list[EmbeddedMachine], progress: Callable[[str], None]
@@ -285,14 +390,28 @@ class EmbeddedLab:
 
     def _save(self, topo: Topology) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
+        labstate.mark(self.state)
+        if self._owns_ns:
+            self._owns_ns = self._claim_netns()
         data = {"netns": self.ns, "owns_netns": self._owns_ns, "topology": topo.model_dump()}
-        (self.state / "lab.json").write_text(json.dumps(data, indent=2) + "\n")
+        labstate.write_json(self.state / "lab.json", data)
+
+    def _claim_netns(self) -> bool:
+        """Record under /etc/netns that this lab owns its namespace (it made it); False
+        when another lab's claim on the very same namespace stands."""
+        if not netns.exists(self.ns):
+            return True  # nothing to claim: `up` saves after it made the namespace
+        claimed = netns.owner(self.ns)
+        if claimed is not None and claimed != self.state.resolve():
+            return False
+        netns.claim(self.ns, self.state)
+        return True
 
     # -- reaching machines ----------------------------------------------------------------
 
     def login_command(self, name: str, command: list[str]) -> list[str]:
         """Run `command` on a machine in a login shell (Kafka tools on PATH, LOG_DIR set)."""
-        return self.ssh_command(name, ["bash", "-lc", shlex.quote(shlex.join(command))])
+        return self.ssh_command(name, ["bash", "-lc", shlex.join(command)])
 
     def ssh_command(self, name: str, command: list[str], tty: bool = False) -> list[str]:
         """An ssh call to a machine, run inside the lab namespace."""
@@ -300,5 +419,6 @@ class EmbeddedLab:
         cmd = ["ssh", *SSH_ARGS.split(), "-i", str(self.key), "-o", "ControlMaster=auto"]
         cmd += ["-o", "ControlPersist=30s", "-o", f"ControlPath={self.control_dir}/%C"]
         cmd += ["-t"] if tty else ["-T"]
-        cmd += [f"vagrant@{m.address}", "--", *command]
+        # ssh joins its words for the remote shell to split again: quote each one.
+        cmd += [f"vagrant@{m.address}", "--", shlex.join(command)]
         return netns.wrap(self.ns, cmd)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kafkalab import faults, render, scenario_run, scenarios
+from kafkalab.labstate import one_command
 from kafkalab.targets import EmbeddedLab
 
 fault_app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
@@ -21,6 +22,7 @@ Host = Annotated[str, typer.Argument(help="a Kafka machine, e.g. kafka2")]
 
 
 @fault_app.command()
+@one_command
 def kill(host: Host) -> None:
     """SIGKILL the broker; systemd restarts nothing until `fault start` or `fault heal`."""
     faults.kill(EmbeddedLab(), host)
@@ -28,6 +30,7 @@ def kill(host: Host) -> None:
 
 
 @fault_app.command()
+@one_command
 def stop(host: Host) -> None:
     """Clean shutdown of the broker (SIGTERM: leadership moves first)."""
     faults.stop(EmbeddedLab(), host)
@@ -35,6 +38,7 @@ def stop(host: Host) -> None:
 
 
 @fault_app.command()
+@one_command
 def start(host: Host) -> None:
     """Start a killed or stopped broker again."""
     faults.start(EmbeddedLab(), host)
@@ -42,6 +46,7 @@ def start(host: Host) -> None:
 
 
 @fault_app.command()
+@one_command
 def pause(
     host: Host,
     for_: Annotated[
@@ -64,6 +69,7 @@ def pause(
 
 
 @fault_app.command()
+@one_command
 def resume(host: Host) -> None:
     """SIGCONT a paused broker."""
     faults.resume(EmbeddedLab(), host)
@@ -71,6 +77,7 @@ def resume(host: Host) -> None:
 
 
 @fault_app.command()
+@one_command
 def isolate(host: Host) -> None:
     """Cut the machine off the lab network, both directions (`fault heal` undoes it)."""
     faults.isolate(EmbeddedLab(), host)
@@ -78,6 +85,7 @@ def isolate(host: Host) -> None:
 
 
 @fault_app.command()
+@one_command
 def heal(
     hosts: Annotated[list[str] | None, typer.Argument(help="machines; default: all")] = None,
 ) -> None:
@@ -106,6 +114,7 @@ def show(name: Annotated[str, typer.Argument(help="scenario name or .yml file")]
 
 
 @scenario_app.command()
+@one_command
 def run(
     name: Annotated[str, typer.Argument(help="scenario name (`scenario list`) or a .yml file")],
     records: Annotated[

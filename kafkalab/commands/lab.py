@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 
 from kafkalab import labs_runner, render
+from kafkalab.labstate import one_command
 
 app = typer.Typer(help="Labs for learners: list, start, check, solve, reset.", no_args_is_help=True)
 
@@ -22,6 +23,7 @@ def list_() -> None:
 
 
 @app.command()
+@one_command
 def start(lab: LabRef) -> None:
     """Bring the cluster to the lab's starting state and show where its README is."""
     labs_runner.start(lab)
@@ -35,6 +37,7 @@ def check(lab: LabRef) -> None:
 
 
 @app.command()
+@one_command
 def solve(
     lab: LabRef,
     reset: Annotated[
@@ -47,6 +50,7 @@ def solve(
 
 
 @app.command()
+@one_command
 def reset(lab: LabRef) -> None:
     """Back to the lab's starting state (no re-provisioning): a fresh try."""
     labs_runner.reset(lab)

@@ -11,6 +11,7 @@ import typer
 from kafkalab import artifacts_ksqldb, artifacts_spark, netns, render, streaming
 from kafkalab import spark as spark_mod
 from kafkalab.errors import KafkalabError
+from kafkalab.labstate import one_command
 
 app = typer.Typer(
     help="Spark on the lab: fetch the artifact, submit PySpark jobs, status, checks.",
@@ -88,6 +89,7 @@ def status() -> None:
 
 
 @app.command()
+@one_command
 def reset(job: Annotated[str, typer.Argument(help="the job whose checkpoint to delete")]) -> None:
     """Forget a job's progress (its checkpoint here and on the workers)."""
     for where in spark_mod.reset(job):

@@ -1,0 +1,127 @@
+"""Writing into a machine's root from the host without following the machine's links.
+
+A machine's root is an overlay the machine writes to: any path in it may be a link the
+machine made (`ln -sf /etc/shadow ~vagrant/.ssh/authorized_keys`). A plain `open()` from
+the host would follow it out of the machine and write, chmod and chown a host file. Here
+every path is walked one component at a time from a descriptor of the machine's root,
+each directory opened with O_NOFOLLOW, and a file is replaced by renaming a new one over
+it (a rename replaces a link itself, never its target). A directory on the way that is a
+link is refused: nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from kafkalab.errors import KafkalabError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _parts(rel: str) -> list[str]:
+    parts = [p for p in PurePosixPath(rel).parts if p != "/"]
+    if not parts or any(p in (".", "..") for p in parts):
+        raise ValueError(f"not a plain path below a machine's root: {rel!r}")
+    return parts
+
+
+@contextlib.contextmanager
+def _directory(root: Path, parts: list[str], create: bool) -> Iterator[int]:
+    """A descriptor of root/parts..., every component opened without following links."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for i, part in enumerate(parts):
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    where = "/" + "/".join(parts[: i + 1])
+                    raise KafkalabError(
+                        f"{where} in the machine at {root} is a link or not a directory: "
+                        "kafkalab writes nothing through it (a machine made it; "
+                        "`kafkalab down --purge` starts the machine afresh)"
+                    ) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_text(root: Path, rel: str) -> str | None:
+    """A regular file's text below `root`, or None when it is absent or is a link."""
+    *dirs, name = _parts(rel)
+    try:
+        with _directory(root, dirs, create=False) as dfd:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except (FileNotFoundError, KafkalabError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None
+        raise
+    with os.fdopen(fd, "r") as f:
+        return f.read()
+
+
+def write_text(
+    root: Path,
+    rel: str,
+    text: str,
+    mode: int = 0o644,
+    owner: tuple[int, int] | None = None,
+    dir_owner: tuple[int, int] | None = None,
+) -> bool:
+    """Put `text` at root/rel (a regular file with `mode` and `owner`), replacing whatever
+    is there, a link included, without following it. `dir_owner` also chowns the file's
+    directory (through its descriptor). Returns True when anything changed."""
+    *dirs, name = _parts(rel)
+    data = text.encode()
+    with _directory(root, dirs, create=True) as dfd:
+        if dir_owner is not None:
+            st = os.fstat(dfd)
+            if (st.st_uid, st.st_gid) != dir_owner:
+                os.fchown(dfd, *dir_owner)
+        if _same(dfd, name, data, mode, owner):
+            return False
+        tmp = f".{name}.kafkalab-{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dfd)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                os.fchmod(f.fileno(), mode)
+                if owner is not None:
+                    os.fchown(f.fileno(), *owner)
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+    return True
+
+
+def _same(dfd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> bool:
+    """Is `name` already a regular file with exactly this content, mode and owner?"""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return False  # absent, or a link (ELOOP): to be replaced
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o7777 != mode:
+            return False
+        if owner is not None and (st.st_uid, st.st_gid) != owner:
+            return False
+        return f.read(len(data) + 1) == data

@@ -1,0 +1,214 @@
+"""Embedded machines on the real thing (booted, not provisioned): each has cgroups of its
+own, a boot is checked and a bad one repaired, a machine's links never lead the host's
+writes out of it, and Ctrl-C or a kill during `up` leaves a lab that `down` can stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkalab import boot
+from kafkalab.machines import EmbeddedMachine
+from kafkalab.paths import repo_root
+from tests.conftest import PREFIX
+
+pytestmark = pytest.mark.cluster
+
+NS = f"{PREFIX}-m"
+STATE = repo_root() / ".kafkalab-test" / NS
+ENV = dict(os.environ, KAFKALAB_STATE=str(STATE), KAFKALAB_NETNS=NS, COLUMNS="200")
+
+
+def kafkalab(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True, env=ENV
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc
+
+
+def machine(name: str) -> EmbeddedMachine:
+    return EmbeddedMachine(name, "", STATE / "machines" / name)
+
+
+def in_machine(name: str, *command: str) -> subprocess.CompletedProcess[str]:
+    pid = machine(name).pid()
+    assert pid is not None, f"{name} is not running"
+    init = boot.init_pid(pid)
+    assert init is not None
+    return subprocess.run(boot.in_machine(init, list(command)), capture_output=True, text=True)
+
+
+def cgroup_exists(path: str) -> bool:
+    """Is there a cgroup at `path` in the cgroup2 tree (mounted privately to look)?"""
+    script = (
+        'd=$(mktemp -d); mount -t cgroup2 none "$d"; test -e "$d/$1"; r=$?; '
+        'umount "$d"; rmdir "$d"; exit $r'
+    )
+    proc = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", path]
+    )
+    return proc.returncode == 0
+
+
+def nspawn_pids_of(state: Path) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(state).encode() in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[None]:
+    kafkalab("down", "--purge", check=False)
+    try:
+        kafkalab("up", "--brokers", "2", "--no-provision")
+        yield
+    finally:
+        kafkalab("down", "--purge", check=False)
+
+
+def test_boot_soak_with_a_cold_page_cache() -> None:
+    """Five boots of three machines, the page cache dropped before each: every machine
+    `running`, no reboot needed, each in a cgroup of its own (bench/boot_soak.py)."""
+    env = dict(os.environ, KAFKALAB_SOAK_NS=f"{PREFIX}-soak")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.boot_soak", "--boots", "5", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=repo_root(),
+        timeout=900,
+    )
+    report = json.loads(proc.stdout)
+    assert report["summary"]["boots"] == 5
+    for r in report["rounds"]:
+        assert not r["error"] and not r["first_boot_problems"], r
+        assert set(r["states"].values()) == {"running"}, r
+        assert r["cgroups_distinct"], r
+        for name, group in r["cgroups"].items():
+            assert group.startswith(f"/kafkalab/{PREFIX}-soak/{name}/payload/"), r
+    assert report["summary"]["bad"] == 0 and proc.returncode == 0
+    assert not cgroup_exists(f"kafkalab/{PREFIX}-soak")  # the soak purged its lab
+
+
+def test_each_machine_has_its_own_cgroup(lab: None) -> None:
+    seen = {}
+    for name in ("kafka1", "kafka2"):
+        out = in_machine(name, "cat", "/proc/self/cgroup").stdout
+        pid = machine(name).pid()
+        assert pid is not None
+        init = boot.init_pid(pid)
+        host_view = Path(f"/proc/{init}/cgroup").read_text()
+        seen[name] = next(ln for ln in host_view.splitlines() if ln.startswith("0::"))
+        assert f"/kafkalab/{NS}/{name}/payload" in seen[name]
+        # Inside, the machine's own cgroup namespace: its tree starts at its payload.
+        assert "kafkalab" not in out
+    assert seen["kafka1"] != seen["kafka2"]
+
+
+def test_status_and_doctor_show_boot_state(lab: None) -> None:
+    data = json.loads(kafkalab("status", "--json").stdout)
+    assert {m["host"]: m["boot"] for m in data["machines"]} == {
+        "kafka1": {"state": "running", "failed_units": []},
+        "kafka2": {"state": "running", "failed_units": []},
+    }
+    out = kafkalab("doctor", check=False).stdout
+    assert "machine kafka1" in out and "machine kafka2" in out
+
+
+def test_a_degraded_machine_is_reported_and_rebooted_by_up(lab: None) -> None:
+    """A failed unit (here one made to fail) leaves the machine `degraded`; status says
+    so, and the next `up` shows the unit and its journal and reboots that machine only."""
+    failing = in_machine(
+        "kafka2",
+        "systemd-run",
+        "--unit=kltest-broken",
+        "--wait",
+        "sh",
+        "-c",
+        "echo broken-on-purpose; exit 3",
+    )
+    assert failing.returncode != 0
+    assert in_machine("kafka2", "systemctl", "is-system-running").stdout.strip() == "degraded"
+    data = json.loads(kafkalab("status", "--json").stdout)
+    kafka2 = next(m for m in data["machines"] if m["host"] == "kafka2")
+    assert kafka2["boot"] == {"state": "degraded", "failed_units": ["kltest-broken.service"]}
+    before = {n: machine(n).pid() for n in ("kafka1", "kafka2")}
+    up = kafkalab("up", "--no-provision")
+    assert "kafka2 did not boot cleanly: degraded, failed: kltest-broken.service" in up.stdout
+    assert "broken-on-purpose" in up.stdout  # its journal lines
+    assert "rebooting kafka2 once" in up.stdout and "kafka1 did not" not in up.stdout
+    assert machine("kafka1").pid() == before["kafka1"]
+    assert machine("kafka2").pid() not in (None, before["kafka2"])
+    assert in_machine("kafka2", "systemctl", "is-system-running").stdout.strip() == "running"
+
+
+def test_host_writes_never_follow_a_machines_links(lab: None, tmp_path: Path) -> None:
+    """The attack of issue 10: links made inside a machine to host files, then `up`."""
+    secret = tmp_path / "host-shadow"
+    secret.write_text("root:do-not-touch\n")
+    secret.chmod(0o640)
+    hosts = tmp_path / "host-hosts"
+    hosts.write_text("127.0.0.1 the-host\n")
+    # As the vagrant user (it owns ~/.ssh), and as root for /etc/hosts.
+    kafkalab("exec", "kafka1", "--", "ln", "-sf", str(secret), "/home/vagrant/.ssh/authorized_keys")
+    assert in_machine("kafka1", "ln", "-sf", str(hosts), "/etc/hosts").returncode == 0
+    assert in_machine("kafka1", "test", "-L", "/home/vagrant/.ssh/authorized_keys").returncode == 0
+    kafkalab("up", "--no-provision")
+    assert secret.read_text() == "root:do-not-touch\n"
+    st = secret.stat()
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o640, os.getuid(), os.getgid())
+    assert hosts.read_text() == "127.0.0.1 the-host\n"
+    # The machine got regular files back, and logins work with the rewritten key.
+    assert in_machine("kafka1", "test", "-L", "/home/vagrant/.ssh/authorized_keys").returncode == 1
+    assert (
+        kafkalab("exec", "kafka1", "--", "getent", "hosts", "kafka1").stdout.split()[0]
+        == "10.77.0.11"
+    )
+
+
+def test_ctrl_c_and_kill_during_up_leave_a_lab_down_can_stop(lab: None) -> None:
+    for how in (signal.SIGINT, signal.SIGKILL):
+        kafkalab("down")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kafkalab", "up", "--no-provision"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=ENV,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "booting" in line:
+                break
+        time.sleep(0.3)  # inside the boot: machines starting
+        proc.send_signal(how)
+        start = time.monotonic()
+        rest = proc.communicate(timeout=30)[0]
+        assert time.monotonic() - start < 5, f"{how.name}: took {time.monotonic() - start:.1f}s"
+        if how == signal.SIGINT:
+            assert proc.returncode == 130 and "interrupted" in rest, rest
+        assert nspawn_pids_of(STATE), "the signal came too late: no machine was booting"
+        kafkalab("down")
+        assert nspawn_pids_of(STATE) == [], f"after {how.name}, down left machines running"
+        assert not cgroup_exists(f"kafkalab/{NS}")
+    # And the lab boots again, reachable over ssh (a login, not just a banner).
+    kafkalab("up", "--no-provision")
+    assert kafkalab("exec", "kafka2", "--", "hostname").stdout.strip() == "kafka2"
