@@ -17,13 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafkalab import labs_checks, labs_checks_failover  # noqa: F401 (registers its kinds)
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root, state_dir
-from kafkalab.topology import EXTRA_HOSTS
+from kafkalab.topology import EXTRA_HOSTS, read_mapping
 
 Mode = Literal["kraft", "zookeeper"]
 MODES: tuple[Mode, ...] = ("kraft", "zookeeper")
@@ -41,7 +40,7 @@ class Needs(_Strict):
     """The cluster a lab runs on; `lab start` refuses any other."""
 
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
-    brokers: int = Field(1, ge=1, le=9)
+    brokers: int = Field(1, ge=1, le=9, strict=True)  # as in lab.yml: `true` is not 1
     extra_hosts: list[Literal["spark", "ksqldb"]] = Field(default_factory=list)  # `up --with`
 
 
@@ -245,8 +244,9 @@ def _one_line(exc: ValidationError, source: str) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown setting"
-        if e["type"] == "literal_error":
-            msg = f"{msg} (got {e['input']!r})"
+        if e["type"] == "literal_error" or e["type"].endswith("_type"):
+            got = repr(e["input"])
+            msg = f"{msg} (got {got if len(got) <= 40 else got[:37] + '...'})"
         msgs.append(f"{_where(dict(e))}: {msg}")
     return f"{source}: " + "; ".join(msgs)
 
@@ -262,17 +262,9 @@ def load(path: Path) -> Lab:
         raise KafkalabError(f"{path.name}: no lab.yml (the lab's definition) in {path}")
     if not (path / "README.md").exists():
         raise KafkalabError(f"{path.name}: no README.md for the learner in {path}")
+    raw = read_mapping(file, source, "lab definition", "(title:, goal:, steps:, checks: ...)")
     try:
-        raw = yaml.safe_load(file.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise KafkalabError(f"{source}: not valid YAML: {where}{what}") from None
-    if not isinstance(raw, dict):
-        raise KafkalabError(f"{source}: expected a mapping (title:, goal:, steps:, checks: ...)")
-    try:
-        spec = Definition(**raw)
+        spec = Definition.model_validate(raw)
     except ValidationError as exc:
         raise KafkalabError(_one_line(exc, source)) from None
     lab = Lab(m.group(1), path.name, path, spec)
@@ -323,7 +315,13 @@ def _cross_check(lab: Lab, source: str) -> None:
                         f"{', '.join(sorted(PLACEHOLDERS) + sorted(remembered))}",
                     )
         if s.python:
-            script = shlex.split(s.python)[0]
+            try:
+                words = shlex.split(s.python)
+            except ValueError as exc:
+                raise bad(where, f"python: {exc} in {s.python!r}") from None
+            if not words:
+                raise bad(where, "python: names no script")
+            script = words[0]
             if not (lab.path / script).is_file():
                 raise bad(where, f"python script {script} is not in {lab.path.name}/")
         if s.until:
@@ -374,13 +372,16 @@ def folders(root: Path | None = None) -> list[Path]:
 
 
 def discover(root: Path | None = None) -> list[Lab | KafkalabError]:
-    """Every lab, or for a folder whose lab.yml is wrong, the error that says why."""
+    """Every lab, or for a folder whose lab.yml is wrong, the error that says why: one
+    broken lab never hides the others from `kafkalab lab list`."""
     out: list[Lab | KafkalabError] = []
     for path in folders(root):
         try:
             out.append(load(path))
         except KafkalabError as exc:
             out.append(exc)
+        except Exception as exc:  # a mistake load() does not foresee: still one line
+            out.append(KafkalabError(f"{path.name}/lab.yml: cannot be loaded: {exc!r}"))
     return out
 
 

@@ -84,6 +84,12 @@ def require(topo: Topology | None, lab: Lab) -> Topology:
         raise KafkalabError(
             f"{name} needs {needs.brokers} brokers; this cluster has "
             f"{topo.brokers}: run `kafkalab up --brokers {needs.brokers}`"
+            + (
+                ""
+                if topo.mode == "kraft" and topo.controllers
+                else " after `kafkalab down --purge` (its ZooKeeper ensemble or KRaft voters "
+                "are fixed once it runs)"
+            )
         )
     return topo
 

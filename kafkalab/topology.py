@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
@@ -16,11 +24,22 @@ from kafkalab.paths import repo_root
 # 3.9 is the last Kafka line with both KRaft and ZooKeeper; the launchers and roles
 # are written and tested against it.
 SUPPORTED_KAFKA_VERSIONS = ("3.9.0", "3.9.1", "3.9.2")
-# extra host -> (machine, inventory groups), cp-ansible style group names
+# extra host -> (machine, inventory groups), cp-ansible style group names. Each has its
+# own address whatever else the lab has: .21 + its place here (spark1 .21, ksql1 .22), so
+# adding one to a running lab never gives it another machine's address.
 EXTRA_HOSTS = {
     "spark": ("spark1", ["spark_master", "spark_worker"]),
     "ksqldb": ("ksql1", ["ksqldb"]),
 }
+EXTRA_HOST_OFFSET = 21
+# RFC 1918: a lab network never shadows loopback, link-local or anyone's public addresses.
+PRIVATE_NETWORKS = tuple(
+    ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
+)
+NETWORK_RULE = (
+    "must be a private IPv4 network of /26 or larger (RFC 1918: inside 10.0.0.0/8, "
+    "172.16.0.0/12 or 192.168.0.0/16), e.g. 10.77.0.0/24"
+)
 
 
 class Topology(BaseModel):
@@ -29,11 +48,12 @@ class Topology(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["kraft", "zookeeper"] = "kraft"
-    brokers: int = Field(3, ge=1, le=9)
-    controllers: int = Field(0, ge=0, le=5)
+    # Counts and sizes are whole numbers as written: strict, so `true` is not 1, nor "3" 3.
+    brokers: int = Field(3, ge=1, le=9, strict=True)
+    controllers: int = Field(0, ge=0, le=5, strict=True)
     kafka_version: str = "3.9.2"
-    memory_mb: int = Field(2048, ge=512)
-    kafka_heap_mb: int = Field(512, ge=128)
+    memory_mb: int = Field(2048, ge=512, strict=True)
+    kafka_heap_mb: int = Field(512, ge=128, strict=True)
     extra_hosts: list[Literal["spark", "ksqldb"]] = Field(default_factory=list)
     network: str = "10.77.0.0/24"
 
@@ -46,12 +66,33 @@ class Topology(BaseModel):
             )
         return value
 
+    @field_validator("kafka_heap_mb")
+    @classmethod
+    def _heap_fits(cls, value: int, info: ValidationInfo) -> int:
+        # Half: the rest of the machine is the OS's, the JVM's own (metaspace, threads,
+        # buffers), ZooKeeper's on its hosts, and the page cache Kafka reads through.
+        memory = info.data.get("memory_mb")
+        if memory is not None and value > memory // 2:
+            raise ValueError(
+                f"{value} is more than half of memory_mb ({memory}): the broker heap may take "
+                f"at most half of a machine's memory; use kafka_heap_mb: {memory // 2} or less, "
+                f"or memory_mb: {2 * value} or more"
+            )
+        return value
+
     @field_validator("network")
     @classmethod
     def _network(cls, value: str) -> str:
-        net = ipaddress.ip_network(value, strict=True)
-        if net.version != 4 or net.prefixlen > 26 or not net.is_private:
-            raise ValueError("must be a private IPv4 network of /26 or larger, e.g. 10.77.0.0/24")
+        try:
+            net = ipaddress.ip_network(value, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"{exc}: {NETWORK_RULE}") from None
+        if not (
+            isinstance(net, ipaddress.IPv4Network)
+            and net.prefixlen <= 26
+            and any(net.subnet_of(private) for private in PRIVATE_NETWORKS)
+        ):
+            raise ValueError(NETWORK_RULE)
         return value
 
     @field_validator("extra_hosts")
@@ -83,9 +124,10 @@ class Topology(BaseModel):
             out.append(
                 Machine(f"controller{i}", str(base + 30 + i), ["kafka_controller"], node_id=100 + i)
             )
-        for n, extra in enumerate(self.extra_hosts, start=1):
+        for extra in self.extra_hosts:
             name, groups = EXTRA_HOSTS[extra]
-            out.append(Machine(name, str(base + 20 + n), list(groups)))
+            offset = EXTRA_HOST_OFFSET + list(EXTRA_HOSTS).index(extra)
+            out.append(Machine(name, str(base + offset), list(groups)))
         return out
 
     def gateway(self) -> str:
@@ -115,35 +157,77 @@ def _one_line(err: ValidationError, source: str) -> str:
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "topology"
         msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "literal_error":
-            msg = f"{msg} (got {e['input']!r})"
+        if e["type"] == "literal_error" or e["type"].endswith("_type"):
+            got = repr(e["input"])
+            msg = f"{msg} (got {got if len(got) <= 40 else got[:37] + '...'})"
         if e["type"] == "extra_forbidden":
             msg = "unknown setting (see lab.yml for the settings there are)"
         parts.append(f"{loc}: {msg}")
     return f"{source}: " + "; ".join(parts)
 
 
+def read_mapping(path: Path, source: str, what: str, shape: str) -> dict[str, Any]:
+    """A YAML file of settings as a mapping (empty: {}). A missing file, a directory,
+    bytes that are not UTF-8, bad YAML or another shape: one KafkalabError line that
+    starts with `source`. Lab definitions (labs/*/lab.yml) are read the same way."""
+    if path.is_dir():
+        raise KafkalabError(f"{source}: is a directory, not a {what}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise KafkalabError(f"{source}: no such {what}") from None
+    except UnicodeDecodeError as exc:
+        raise KafkalabError(
+            f"{source}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise KafkalabError(f"{source}: cannot be read: {exc.strerror}") from None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        what_went_wrong = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise KafkalabError(f"{source}: not valid YAML: {where}{what_went_wrong}") from None
+    except RecursionError:
+        raise KafkalabError(f"{source}: not valid YAML: nested too deeply") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise KafkalabError(f"{source}: expected a mapping {shape}")
+    return loaded
+
+
 def load(
     path: Path | None = None,
     overrides: dict[str, Any] | None = None,
-    base: Topology | None = None,
+    existing: Topology | None = None,
+    *,
+    required: bool = False,
 ) -> Topology:
-    """Read lab.yml (or `path`; or start from an existing lab's `base`), apply non-None
-    overrides, validate. Raises KafkalabError with one line naming each bad setting."""
+    """Read lab.yml (or `path`), apply non-None overrides, validate. Raises KafkalabError
+    with one line naming each bad setting.
+
+    `existing` is the lab already there: without a `path` its settings are the start, not
+    lab.yml's. Either way it keeps its extra hosts (a union with those asked for): `up`
+    adds machines and never drops a running one (`kafkalab down --purge` does).
+    `required`: `path` was asked for (`-t`), so a missing file is an error, not the
+    defaults."""
+    given = path
     path = path or repo_root() / "lab.yml"
     data: dict[str, Any] = {}
-    if base is not None:
-        data.update(base.model_dump())
-    elif path.exists():
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise KafkalabError(f"{path}: not valid YAML: {exc}") from exc
-        if not isinstance(loaded, dict):
-            raise KafkalabError(f"{path}: expected a mapping of settings, e.g. 'mode: kraft'")
-        data.update(loaded)
+    if existing is not None and given is None:
+        data.update(existing.model_dump())
+    elif required or path.exists() or path.is_symlink():
+        data.update(
+            read_mapping(path, str(path), "topology file", "of settings, e.g. 'mode: kraft'")
+        )
     data.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    asked = data.get("extra_hosts", [])
+    if existing is not None and isinstance(asked, list):
+        data["extra_hosts"] = [*asked, *existing.extra_hosts]
     try:
-        return Topology(**data)
+        return Topology.model_validate(data)
     except ValidationError as exc:
         raise KafkalabError(_one_line(exc, path.name)) from None

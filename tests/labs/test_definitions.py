@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -167,6 +168,65 @@ def test_a_broken_lab_does_not_hide_the_others(tmp_path):
     assert labs.find("01", tmp_path).title == "Tiny"
 
 
+def _broken(path: Path) -> None:
+    (path / "lab.yml").unlink()
+    (path / "lab.yml").mkdir()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"title: caf\xe9\n", "07-tiny/lab.yml: not UTF-8 text (byte 0xe9 at offset 10)"),
+        (_broken, "07-tiny/lab.yml: is a directory"),
+        (b"[" * 5000, "07-tiny/lab.yml: not valid YAML: nested too deeply"),
+        (yaml.safe_dump({1: "x", **GOOD}).encode(), "07-tiny/lab.yml: [1]: Keys should be"),
+        (
+            yaml.safe_dump(changed(steps=[{"title": "p", "python": "'where.py"}])).encode(),
+            "steps[0] (p): python: No closing quotation",
+        ),
+        (
+            yaml.safe_dump(changed(steps=[{"title": "p", "python": "  "}])).encode(),
+            "steps[0] (p): python: names no script",
+        ),
+        (
+            yaml.safe_dump(changed(needs={"brokers": True})).encode(),
+            "needs.brokers: Input should be a valid integer (got True)",
+        ),
+    ],
+)
+def test_unreadable_definition_is_one_line_in_the_list(tmp_path, content, expected):
+    """What used to end `kafkalab lab list` in a traceback: flagged, the others listed."""
+    make_lab(tmp_path, GOOD, name="01-good")
+    path = make_lab(tmp_path, GOOD)
+    if callable(content):
+        content(path)
+    else:
+        (path / "lab.yml").write_bytes(content)
+    found = labs.discover(tmp_path)
+    assert isinstance(found[0], labs.Lab)
+    assert isinstance(found[1], KafkalabError)
+    message = str(found[1])
+    assert expected in message and "\n" not in message
+    with pytest.raises(KafkalabError, match=re.escape(expected)):
+        labs.find("07", tmp_path)
+
+
+def test_an_unforeseen_failure_still_lists_the_others(tmp_path, monkeypatch):
+    make_lab(tmp_path, GOOD, name="01-good")
+    make_lab(tmp_path, GOOD, name="02-odd")
+    real = labs._cross_check
+
+    def flaky(lab, source):
+        if lab.id == "02":
+            raise RuntimeError("a bug in a check")
+        real(lab, source)
+
+    monkeypatch.setattr(labs, "_cross_check", flaky)
+    found = labs.discover(tmp_path)
+    assert isinstance(found[0], labs.Lab)
+    assert str(found[1]) == "02-odd/lab.yml: cannot be loaded: RuntimeError('a bug in a check')"
+
+
 def topo(**kw) -> Topology:
     return Topology(**kw)
 
@@ -279,3 +339,26 @@ def test_quorum_table_is_parsed():
         ("2", "Leader", "0"),
         ("1", "Follower", "0"),
     ]
+
+
+def test_cli_list_flags_a_broken_lab_and_lists_the_others(tmp_path):
+    make_lab(tmp_path / "labs", GOOD, name="01-good")
+    (make_lab(tmp_path / "labs", GOOD, name="02-broken") / "lab.yml").write_bytes(b"title: \xff\n")
+    script = (
+        "import sys; from pathlib import Path; from kafkalab import labs; "
+        f"labs.labs_root = lambda: Path({str(tmp_path / 'labs')!r}); "
+        "sys.argv = ['kafkalab', 'lab', 'list']; from kafkalab.cli import main; main()"
+    )
+    env = dict(
+        os.environ,
+        KAFKALAB_STATE=str(tmp_path / "state"),
+        KAFKALAB_NETNS="kllabsunit",
+        COLUMNS="300",
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if "│" in line]
+    assert len(rows) == 2
+    assert "Tiny" in rows[0] and "not started" in rows[0]
+    assert "02-broken/lab.yml: not UTF-8 text (byte 0xff at offset 7); save it as UTF-8" in rows[1]

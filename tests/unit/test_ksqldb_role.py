@@ -87,8 +87,8 @@ SERVER = "etc/ksqldb/ksql-server.properties.j2"
 def test_server_properties_point_at_every_broker_and_listen_on_8088():
     props = properties(render("ksqldb", SERVER, "ksql1", ["ksqldb"]))
     assert props["bootstrap.servers"] == "10.77.0.11:9092,10.77.0.12:9092,10.77.0.13:9092"
-    assert props["listeners"] == "http://10.77.0.21:8088"
-    assert props["advertised.listener"] == "http://10.77.0.21:8088"
+    assert props["listeners"] == "http://10.77.0.22:8088"
+    assert props["advertised.listener"] == "http://10.77.0.22:8088"
     assert props["ksql.service.id"] == "kafkalab_"
     assert props["ksql.streams.state.dir"] == "/var/lib/ksqldb"
     assert props["ksql.streams.auto.offset.reset"] == "earliest"
@@ -128,7 +128,7 @@ def test_listener_port_and_extra_properties():
         ksqldb_extra_properties={"ksql.streams.num.stream.threads": 2, "ksql.x.enabled": True},
     )
     props = properties(text)
-    assert props["listeners"] == "http://10.77.0.21:8089"
+    assert props["listeners"] == "http://10.77.0.22:8089"
     assert props["ksql.streams.num.stream.threads"] == "2"
     assert props["ksql.x.enabled"] == "true"
 
@@ -140,7 +140,7 @@ def test_unit_runs_the_server_with_that_config():
     )
     assert "User=ksql" in unit
     assert 'Environment="KSQL_HEAP_OPTS=-Xmx512m -Xms512m"' in unit
-    assert "http://10.77.0.21:8088" in unit
+    assert "http://10.77.0.22:8088" in unit
 
 
 def test_archive_default_is_the_cache_path(monkeypatch, tmp_path):
