@@ -10,6 +10,7 @@ namespace, which cuts both directions; nothing outside that namespace is touched
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from kafkalab.targets import EmbeddedLab
 DROPIN_DIR = "/run/systemd/system/kafka.service.d"
 DROPIN = f"{DROPIN_DIR}/kafkalab-fault.conf"
 KAFKA_GROUPS = ("kafka_broker", "kafka_controller")
+# The longest sleep, pause or wait a fault schedule or `fault pause --for` takes, in seconds.
+MAX_DURATION = 3600.0
 
 # Keep systemd from restarting the broker until `start`/`heal` removes the drop-in.
 _HOLD = (
@@ -178,12 +181,21 @@ def heal(lab: EmbeddedLab, hosts: list[str] | None = None) -> list[Healed]:
     return out
 
 
-def parse_duration(text: str | float) -> float:
-    """Seconds from `20`, `20s`, `500ms`, `2m` (a number is seconds)."""
-    if isinstance(text, int | float):
-        return float(text)
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
-    if not m:
+def parse_duration(text: str | float, most: float = MAX_DURATION) -> float:
+    """Seconds from `20`, `20s`, `500ms`, `2m` (a number is seconds): above 0, at most
+    `most` (an hour by default)."""
+    if isinstance(text, bool):
         raise KafkalabError(f"not a duration: {text!r} (use e.g. 20s, 500ms, 2m)")
-    value, unit = float(m.group(1)), m.group(2) or "s"
-    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+    if isinstance(text, int | float):
+        seconds = float(text)
+    else:
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*", text)
+        if not m:
+            raise KafkalabError(f"not a duration: {text!r} (use e.g. 20s, 500ms, 2m)")
+        value, unit = float(m.group(1)), m.group(2) or "s"
+        seconds = value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+    if not math.isfinite(seconds) or not 0 < seconds <= most:
+        raise KafkalabError(
+            f"duration {text!r}: give more than 0 and at most {most:g}s (e.g. 20s, 500ms, 2m)"
+        )
+    return seconds

@@ -25,12 +25,17 @@ from kafkalab.render import plural
 from kafkalab.scenarios import (
     ALL_OF,
     BRINGS_BACK,
+    MAX_RATE,
+    MAX_RECORDS,
     PAST,
     TAKES_DOWN,
     Scenario,
     Step,
+    check_against,
+    check_count,
 )
 from kafkalab.targets import EmbeddedLab
+from kafkalab.topology import Topology
 
 # -- the run ------------------------------------------------------------------------------
 
@@ -309,7 +314,7 @@ class Runner:
                 for host in self.brokers.values():
                     self.play(step.steps, producer, host)
             elif kind == "sleep":
-                secs = faults.parse_duration(step.arg)
+                secs = step.arg  # seconds, checked when the file was read
                 self.note(f"sleep {secs:g}s")
                 self.cancel.wait(secs)
             elif kind == "wait":
@@ -534,16 +539,17 @@ class Runner:
         self.result.problems.append(message)
 
 
-def run(
+def preflight(
     lab: EmbeddedLab,
     scenario: Scenario,
     records: int | None = None,
     rate: int | None = None,
     mode: str | None = None,
-    keep_topic: bool = False,
-    progress: Callable[[str], None] = lambda _m: None,
-) -> Result:
-    """Play a scenario against the lab and return the verdict with its figures."""
+) -> Topology:
+    """What is checked before the topic is made, the producer starts or any fault runs:
+    the options, the lab's mode and size, and every machine the schedule names."""
+    check_count("--records", records, MAX_RECORDS)
+    check_count("--rate", rate, MAX_RATE)
     topo = lab.topology()
     if topo is None or not lab.inventory_path.exists():
         raise KafkalabError("no lab here yet: run `kafkalab up`")
@@ -559,9 +565,25 @@ def run(
     if mode and mode not in scenario.modes:
         raise KafkalabError(f"scenario {scenario.name} is for {', '.join(scenario.modes)} only")
     topo.check_replication_factor(scenario.topic.replication_factor)
-    stopped = [m.name for m in lab.machines() if not m.running()]
+    machines = lab.machines()
+    check_against(scenario, [m.name for m in machines], faults.kafka_hosts(lab))
+    stopped = [m.name for m in machines if not m.running()]
     if stopped:
         raise KafkalabError(f"machines not running: {', '.join(stopped)}; run `kafkalab up`")
+    return topo
+
+
+def run(
+    lab: EmbeddedLab,
+    scenario: Scenario,
+    records: int | None = None,
+    rate: int | None = None,
+    mode: str | None = None,
+    keep_topic: bool = False,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> Result:
+    """Play a scenario against the lab and return the verdict with its figures."""
+    topo = preflight(lab, scenario, records, rate, mode)
     stamp = datetime.now(UTC)
     result = Result(
         scenario=scenario,
@@ -569,8 +591,8 @@ def run(
         mode=topo.mode,
         topic=f"scenario-{scenario.name}-{stamp:%Y%m%d%H%M%S}",
         started=stamp.isoformat(timespec="seconds"),
-        records=records or scenario.producer.records,
-        rate=rate or scenario.producer.rate,
+        records=scenario.producer.records if records is None else records,
+        rate=scenario.producer.rate if rate is None else rate,
     )
     began = time.monotonic()
     cancel = threading.Event()

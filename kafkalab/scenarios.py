@@ -8,12 +8,22 @@ end_to_end validate_delivery).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from confluent_kafka import KafkaException, Producer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kafkalab import faults
 from kafkalab.errors import KafkalabError
@@ -27,6 +37,51 @@ WaitFor = Literal["leader-elected", "controller-elected", "isr-shrunk", "isr-ful
 # What `all` means per action: every host that action applies to.
 ALL_OF = {"heal": None, "start": ("kill", "stop"), "resume": ("pause",)}
 PAST = {"kill": "killed", "stop": "stopped", "pause": "paused", "isolate": "isolated"}
+# Faults on the machine's `kafka` unit: only for a host that runs a broker or controller.
+ON_KAFKA = ("kill", "stop", "start", "pause", "resume")
+# Targets resolved while the schedule plays (kafkalab.scenario_run.Runner.resolve); any
+# other target is a machine's name.
+TARGETS = ("all", "last", "current", "leader", "follower", "controller")
+MACHINE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}")
+MAX_RECORDS = 1_000_000  # the producer keeps every acknowledged record in memory
+MAX_RATE = 100_000  # records per second
+# The librdkafka producer settings a scenario may change: how records are batched,
+# acknowledged, retried and timed out. Anything else (bootstrap.servers, ssl.*, sasl.*,
+# plugin.library.paths, which dlopens what it names, ...) is refused: a scenario is data.
+PRODUCER_SETTINGS = (
+    "acks",
+    "enable.idempotence",
+    "enable.gapless.guarantee",
+    "max.in.flight.requests.per.connection",
+    "max.in.flight",
+    "linger.ms",
+    "queue.buffering.max.ms",
+    "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
+    "queue.buffering.backpressure.threshold",
+    "batch.size",
+    "batch.num.messages",
+    "message.max.bytes",
+    "compression.type",
+    "compression.codec",
+    "compression.level",
+    "retries",
+    "message.send.max.retries",
+    "retry.backoff.ms",
+    "retry.backoff.max.ms",
+    "delivery.timeout.ms",
+    "message.timeout.ms",
+    "request.timeout.ms",
+    "socket.timeout.ms",
+    "socket.connection.setup.timeout.ms",
+    "socket.keepalive.enable",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+    "metadata.max.age.ms",
+    "topic.metadata.refresh.interval.ms",
+    "partitioner",
+    "sticky.partitioning.linger.ms",
+)
 
 
 class TopicSpec(BaseModel):
@@ -38,19 +93,39 @@ class TopicSpec(BaseModel):
 
 class ProducerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    records: int = Field(default=3000, ge=1)  # at least this many; it keeps going until healed
-    rate: int = Field(default=300, ge=1, le=100000)  # records per second
+    # at least this many; it keeps going until healed
+    records: int = Field(default=3000, ge=1, le=MAX_RECORDS)
+    rate: int = Field(default=300, ge=1, le=MAX_RATE)  # records per second
     config: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _defaults(self) -> ProducerSpec:
+        refused = [k for k in self.config if k not in PRODUCER_SETTINGS]
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)}: not a producer setting a scenario may change; it may"
+                f" change {', '.join(PRODUCER_SETTINGS)}"
+            )
         self.config = {"acks": "all", **self.config}
         self.config["acks"] = str(self.config["acks"])
         if self.config["acks"] == "0":
             raise ValueError("acks 0 gives no offsets to verify; use acks 1 or all")
+        if self.config["acks"] not in ("all", "-1", "1"):
+            raise ValueError(f"acks {self.config['acks']}: use acks 1 or all")
         # Idempotence is on for acks=all, as in Kafka's tests (it needs acks=all).
         self.config.setdefault("enable.idempotence", self.config["acks"] in ("all", "-1"))
+        _librdkafka_takes(self.config)
         return self
+
+
+def _librdkafka_takes(config: dict[str, str | int | float | bool]) -> None:
+    """Let librdkafka check the values now (a client without brokers connects nowhere),
+    not when the run's producer starts."""
+    try:
+        Producer({"log_level": 0, **config})
+    except KafkaException as exc:
+        message = " ".join(exc.args[0].str().split())
+        raise ValueError(f"librdkafka refuses these settings: {message}") from None
 
 
 class Expect(BaseModel):
@@ -75,12 +150,33 @@ class Step(BaseModel):
     resume: str | None = None
     isolate: str | None = None
     heal: str | None = None
-    sleep: float | str | None = None
+    sleep: float | None = None  # seconds; the file says e.g. 3s, 500ms, 2m
     wait: WaitFor | None = None
-    timeout: float = Field(default=180, gt=0)  # seconds, for `wait`
+    timeout: float = 180  # seconds, for `wait`
     repeat: int | None = Field(default=None, ge=1, le=100)
     for_each: Literal["broker"] | None = None
     steps: list[Step] = Field(default_factory=list)
+
+    @field_validator("sleep", "timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        if not isinstance(value, str | int | float):
+            raise ValueError(f"not a duration: {value!r} (use e.g. 20s, 500ms, 2m)")
+        try:
+            return faults.parse_duration(value)
+        except KafkalabError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator(*FAULTS)
+    @classmethod
+    def _target(cls, value: str | None) -> str | None:
+        if value is not None and value not in TARGETS and not MACHINE_NAME.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is neither a machine (e.g. kafka2) nor one of {', '.join(TARGETS)}"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_action(self) -> Step:
@@ -92,8 +188,6 @@ class Step(BaseModel):
         block = kinds[0] in ("repeat", "for_each")
         if block != bool(self.steps):
             raise ValueError("repeat and for_each take `steps:`, and only they do")
-        if self.sleep is not None:
-            faults.parse_duration(self.sleep)
         target = self.arg if kinds[0] in FAULTS else None
         if target == "all" and kinds[0] not in ALL_OF:
             raise ValueError(f"target `all` is for {', '.join(ALL_OF)} only")
@@ -119,6 +213,70 @@ class Scenario(BaseModel):
     schedule: list[Step]
     expect: Expect = Expect()
 
+    @model_validator(mode="after")
+    def _targets_make_sense(self) -> Scenario:
+        """Targets that depend on what came before, checked in the order the steps play."""
+        taken_down = False
+        for where, step, in_for_each in walk(self.schedule):
+            if step.kind not in FAULTS:
+                continue
+            target = step.arg
+            if target == "last" and not taken_down:
+                raise ValueError(
+                    f"{where}.{step.kind}: target `last` is the host of an earlier"
+                    f" {', '.join(TAKES_DOWN[:-1])} or {TAKES_DOWN[-1]}, and there is none"
+                    " before it"
+                )
+            if target == "current" and not in_for_each:
+                raise ValueError(f"{where}.{step.kind}: target `current` is for for_each steps")
+            if target == "follower" and self.topic.replication_factor < 2:
+                raise ValueError(
+                    f"{where}.{step.kind}: target `follower` needs topic.replication_factor 2"
+                    " or more"
+                )
+            taken_down = taken_down or step.kind in TAKES_DOWN
+        return self
+
+
+def walk(
+    steps: list[Step], where: str = "schedule", in_for_each: bool = False
+) -> Iterator[tuple[str, Step, bool]]:
+    """Every step in the order it first plays (a block's steps once), with its place in
+    the file (`schedule.0.steps.1`) and whether it runs inside a for_each block."""
+    for i, step in enumerate(steps):
+        yield f"{where}.{i}", step, in_for_each
+        if step.steps:
+            yield from walk(step.steps, f"{where}.{i}.steps", in_for_each or bool(step.for_each))
+
+
+def check_against(scenario: Scenario, machines: Sequence[str], kafka_hosts: Sequence[str]) -> None:
+    """Refuse, before anything runs, a schedule that names a machine this lab does not
+    have, or a broker fault on a machine without Kafka (the targets resolved while the
+    schedule plays, such as `leader`, were checked for form when the file was read)."""
+    problems = []
+    for where, step, _ in walk(scenario.schedule):
+        target = step.arg
+        if step.kind not in FAULTS or target in TARGETS:
+            continue
+        if target not in machines:
+            problems.append(
+                f"{where}.{step.kind}: no machine {target} in this lab"
+                f" (machines: {', '.join(machines) or 'none'})"
+            )
+        elif step.kind in ON_KAFKA and target not in kafka_hosts:
+            problems.append(
+                f"{where}.{step.kind}: {target} runs no Kafka broker or controller"
+                f" (Kafka hosts: {', '.join(kafka_hosts)})"
+            )
+    if problems:
+        raise KafkalabError(f"scenario {scenario.name}: {'; '.join(problems)}; nothing was run")
+
+
+def check_count(option: str, value: int | None, most: int) -> None:
+    """`--records` and `--rate`: a whole number above 0 and at most `most` (or not given)."""
+    if value is not None and not 1 <= value <= most:
+        raise KafkalabError(f"{option}: give a number from 1 to {most} (got {value})")
+
 
 # -- catalog ------------------------------------------------------------------------------
 
@@ -139,11 +297,12 @@ def _parse(path: Path) -> Scenario:
     try:
         return Scenario(**data)
     except ValidationError as exc:
-        parts = [
-            f"{'.'.join(str(p) for p in e['loc']) or 'scenario'}: "
-            + e["msg"].removeprefix("Value error, ")
-            for e in exc.errors()
-        ]
+        # A whole-scenario check names the place itself (schedule.2.start: ...).
+        parts = []
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e["loc"])
+            message = e["msg"].removeprefix("Value error, ")
+            parts.append(f"{where}: {message}" if where else message)
         raise KafkalabError(f"{path.name}: " + "; ".join(parts)) from None
 
 

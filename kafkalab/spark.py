@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,6 +45,10 @@ EXECUTOR_PYTHON = "/usr/bin/python3"
 SHUFFLE_PARTITIONS = 2
 # Short-lived lab JVMs on a couple of shared cores: the quick JIT and the serial collector.
 JVM_OPTIONS = "-Djava.net.preferIPv4Stack=true -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# A job's name becomes a path on every machine (its checkpoint, deleted as root by `reset`).
+JOB_NAME = re.compile(r"[a-z0-9_-]+")
+# A lab's network namespace name becomes a path here (/var/tmp/kafkalab-<ns>): no `/`.
+_NS_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 LOG4J2 = """# Written by kafkalab: the driver logs warnings only, the jobs print their own progress.
 rootLogger.level = warn
@@ -86,6 +91,9 @@ class SparkCluster:
         return f"{checkpoint_root(self.lab.ns)}/checkpoints"
 
     def checkpoint(self, job: str) -> str:
+        """A job's checkpoint folder, by the job's name (job_name)."""
+        if not JOB_NAME.fullmatch(job):
+            raise KafkalabError(f"job name {job!r}: a-z, 0-9, _ and - only")
         return f"{self.checkpoint_root}/{job}"
 
 
@@ -114,6 +122,13 @@ def cluster(lab: EmbeddedLab | None = None) -> SparkCluster:
 
 
 def job_name(job: Path) -> str:
+    """The job's name (Spark's app name, its checkpoint folder): its file name without .py,
+    `_` as `-`. Only a-z, 0-9, `_` and `-`: the name ends up in paths deleted as root."""
+    if job.suffix != ".py" or not JOB_NAME.fullmatch(job.stem):
+        raise KafkalabError(
+            f"job file {job.name!r}: a job's file is named with a-z, 0-9, _ and - only, and"
+            " ends in .py (e.g. ride_counts.py); rename it"
+        )
     return job.stem.replace("_", "-")
 
 
@@ -177,6 +192,7 @@ def resolve_job(job: str | Path) -> Path:
     candidates.append(repo_root() / "spark" / "jobs" / f"{path.name}.py")
     for c in candidates:
         if c.is_file():
+            job_name(c.resolve())  # a name that is safe in paths, or a clear error
             return c.resolve()
     known = ", ".join(p.name for p in sorted((repo_root() / "spark" / "jobs").glob("*.py")))
     raise KafkalabError(f"no job {job}; jobs in spark/jobs/: {known or 'none'}")
@@ -261,12 +277,19 @@ def reset(job: str | Path, lab: EmbeddedLab | None = None) -> list[str]:
     name = job_name(resolve_job(job))
     path = sc.checkpoint(name)
     done = []
-    if Path(path).exists():
-        shutil.rmtree(path)
+    here = Path(path)
+    if here.exists():
+        # /var/tmp is anyone's: delete nothing a link there leads to.
+        if here.resolve() != checkpoint_root(sc.lab.ns).resolve() / "checkpoints" / name:
+            raise KafkalabError(
+                f"{here} leads through a link to {here.resolve()}: not deleting it; remove"
+                f" {checkpoint_root(sc.lab.ns)} and try again"
+            )
+        shutil.rmtree(here)
         done.append(f"controller:{path}")
     for worker in sc.workers:
         proc = subprocess.run(
-            sc.lab.ssh_command(worker, ["sudo", "rm", "-rf", path]),
+            remove_command(sc, worker, path),
             capture_output=True,
             text=True,
             timeout=60,
@@ -277,9 +300,22 @@ def reset(job: str | Path, lab: EmbeddedLab | None = None) -> list[str]:
     return done
 
 
+def remove_command(sc: SparkCluster, worker: str, path: str) -> list[str]:
+    """`sudo rm -rf -- <path>` on a worker; login_command quotes every word for the
+    remote shell (ssh itself would join the words and let that shell split them again)."""
+    return sc.lab.login_command(worker, ["sudo", "rm", "-rf", "--", path])
+
+
 def checkpoint_root(ns: str) -> Path:
     """The controller side's checkpoints of a lab's jobs (its machines keep theirs)."""
-    return Path(f"/var/tmp/kafkalab-{ns}")
+    if not _NS_NAME.fullmatch(ns):
+        raise KafkalabError(
+            f"network namespace name {ns!r}: use letters, digits, `_`, `.` and `-` only"
+        )
+    path = Path(f"/var/tmp/kafkalab-{ns}")
+    if path.parent != Path("/var/tmp"):  # the pattern already makes sure; deletions trust it
+        raise KafkalabError(f"internal: checkpoint folder {path} is not in /var/tmp")
+    return path
 
 
 def forget_checkpoints(ns: str) -> None:

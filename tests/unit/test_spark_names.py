@@ -1,0 +1,120 @@
+"""Job names and checkpoint paths of kafkalab.spark: what `spark reset` deletes, here and as
+root on the workers, is a quoted path built from a checked name. No lab runs: the ssh
+commands are built, not run."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kafkalab import spark
+from kafkalab.errors import KafkalabError
+from kafkalab.paths import repo_root
+from tests.unit.test_spark_role import lab_with
+
+
+def remote_words(argv: list[str]) -> list[str]:
+    """The words the remote command runs, as ssh and the shells on the machine see them:
+    ssh joins what follows `--` with spaces, the login shell splits that, and `bash -lc`
+    parses its script once more."""
+    line = " ".join(argv[argv.index("--") + 1 :])
+    bash, flag, script = shlex.split(line)
+    assert (bash, flag) == ("bash", "-lc")
+    return shlex.split(script)
+
+
+@pytest.mark.parametrize(
+    "name", ["ride counts.py", "x;rm -rf ~.py", "*.py", "Ride.py", "a$(id).py", "job.sh"]
+)
+def test_job_files_with_other_characters_are_refused(tmp_path, name):
+    job = tmp_path / name
+    job.write_text("def main():\n    pass\n")
+    with pytest.raises(KafkalabError, match=r"a-z, 0-9, _ and - only") as err:
+        spark.resolve_job(job)
+    assert "\n" not in str(err.value)
+    with pytest.raises(KafkalabError):
+        spark.job_name(job)
+
+
+def test_shipped_jobs_have_safe_names():
+    names = {spark.job_name(p) for p in (repo_root() / "spark" / "jobs").glob("*.py")}
+    assert names >= {"ride-counts", "rider-locations"}
+    with pytest.raises(KafkalabError):
+        spark.job_name(Path("ride_counts.sh"))
+
+
+def test_a_checkpoint_is_only_made_of_a_checked_name(tmp_path):
+    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    assert sc.checkpoint("ride-counts").endswith("/checkpoints/ride-counts")
+    for bad in ("../../etc", "a b", "*", ""):
+        with pytest.raises(KafkalabError):
+            sc.checkpoint(bad)
+
+
+def test_the_remove_command_quotes_every_word(tmp_path):
+    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    nasty = "/var/tmp/kafkalab-x/checkpoints/a b;touch /tmp/owned *"
+    argv = spark.remove_command(sc, "spark1", nasty)
+    assert argv[:3] == ["ip", "netns", "exec"]
+    assert remote_words(argv) == ["sudo", "rm", "-rf", "--", nasty]
+
+
+def test_reset_deletes_the_checkpoint_here_and_runs_a_quoted_rm_on_each_worker(
+    tmp_path, monkeypatch
+):
+    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    root = tmp_path / "var-tmp"
+    monkeypatch.setattr(spark, "checkpoint_root", lambda ns: root)
+    here = root / "checkpoints" / "ride-counts"
+    (here / "offsets").mkdir(parents=True)
+    ran: list[list[str]] = []
+
+    def fake_run(argv: list[str], **_kw: object) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(spark.subprocess, "run", fake_run)
+    done = spark.reset("ride_counts", sc.lab)
+    assert not here.exists()
+    assert done == [f"controller:{here}", f"spark1:{here}"]
+    assert len(ran) == 1
+    assert remote_words(ran[0]) == ["sudo", "rm", "-rf", "--", str(here)]
+
+
+def test_reset_follows_no_link_in_the_checkpoint_path(tmp_path, monkeypatch):
+    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    root = tmp_path / "var-tmp"
+    root.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "ride-counts").mkdir(parents=True)
+    (root / "checkpoints").symlink_to(elsewhere)
+    monkeypatch.setattr(spark, "checkpoint_root", lambda ns: root)
+    monkeypatch.setattr(spark.subprocess, "run", lambda *a, **kw: pytest.fail("ran a command"))
+    with pytest.raises(KafkalabError, match="leads through a link"):
+        spark.reset("ride_counts", sc.lab)
+    assert (elsewhere / "ride-counts").is_dir()
+
+
+def test_reset_of_a_badly_named_job_touches_nothing(tmp_path, monkeypatch):
+    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    job = tmp_path / "ride counts.py"
+    job.write_text("")
+    monkeypatch.setattr(spark.subprocess, "run", lambda *a, **kw: pytest.fail("ran a command"))
+    monkeypatch.setattr(spark.shutil, "rmtree", lambda *a, **kw: pytest.fail("deleted"))
+    with pytest.raises(KafkalabError, match="rename it"):
+        spark.reset(job, sc.lab)
+
+
+@pytest.mark.parametrize("ns", ["../../etc", "a/b", "x/../..", "", "lab one"])
+def test_a_namespace_name_cannot_move_the_checkpoint_root(ns, monkeypatch):
+    monkeypatch.setattr(spark.shutil, "rmtree", lambda *a, **kw: pytest.fail("deleted"))
+    with pytest.raises(KafkalabError, match="network namespace name"):
+        spark.forget_checkpoints(ns)
+
+
+def test_the_checkpoint_root_of_a_namespace():
+    assert spark.checkpoint_root("kltest-kraft") == Path("/var/tmp/kafkalab-kltest-kraft")
+    assert spark.checkpoint_root("..") == Path("/var/tmp/kafkalab-..")  # a name, not a step up
