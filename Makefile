@@ -1,20 +1,30 @@
-# The two commands of README.md: `make up` and `make test`.
-.PHONY: setup setup-vm up test test-fast test-vm lint down
+# The two commands of README.md: `make up` and `make test`, as root or as a user with sudo.
+# The steps that need root (apt-get, network namespaces, machines) run under sudo only
+# when make itself is not root: a root shell without sudo works as written too.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
+.PHONY: setup setup-vm setup-test up test test-fast test-vm lint down
+
+# What `make up` needs: Debian packages, .venv, the Kafka artifact and the base image.
 setup:
-	./scripts/setup.sh
+	$(SUDO) ./scripts/setup.sh
 
+# The VM tier's tools and the kafkalab box.
 setup-vm: setup
-	./scripts/setup-vm.sh
+	$(SUDO) ./scripts/setup-vm.sh
+
+# Everything `make test` uses, fetched before pytest: also Spark (streaming tier) and the box.
+setup-test: setup setup-vm
+	$(SUDO) .venv/bin/kafkalab fetch --with spark
 
 up: setup
-	.venv/bin/kafkalab up
+	$(SUDO) .venv/bin/kafkalab up
 
-test: setup setup-vm
-	.venv/bin/pytest
+test: setup-test
+	$(SUDO) .venv/bin/pytest
 
 test-vm: setup-vm
-	.venv/bin/pytest tests/vm --vm-full
+	$(SUDO) .venv/bin/pytest tests/vm --vm-full
 
 test-fast: setup
 	.venv/bin/pytest -m "not cluster and not molecule and not slow and not vm"
@@ -24,4 +34,4 @@ lint:
 	cd ansible && ../.venv/bin/ansible-lint --profile production
 
 down:
-	.venv/bin/kafkalab down
+	$(SUDO) .venv/bin/kafkalab down

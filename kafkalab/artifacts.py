@@ -3,28 +3,39 @@
 `resolve_kafka` returns a `.tgz` in the official Apache layout (one top dir
 `kafka_<scala>-<version>/` with `bin/`, `libs/`, `config/`). Order: the official tarball
 already in the cache (checked against its `.sha512`), else a download from
-`KAFKALAB_KAFKA_MIRROR` (checked), else one assembled from Maven Central jars with our own
-launchers (`kafka_<scala>-<version>-maven.tgz`).
+`KAFKALAB_KAFKA_MIRROR` (https or a local directory; checked), else one assembled from Maven
+Central jars (strict checksums) with our own launchers (`kafka_<scala>-<version>-maven.tgz`).
+
+What kafkalab builds into the cache gets a `.sha512` written with it and is checked against
+it on every resolve, as an official tarball is. Building holds a lock on that artifact
+(`<cache>/.locks/`): a second kafkalab waits for it and then finds it built. The lock and
+the mirror check live here because every artifact module (Spark, ksqlDB, the image, the
+box) uses them; that is why this module is over 400 lines.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import io
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 import tomllib
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
+from typing import IO
 
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
@@ -75,16 +86,35 @@ def resolve_kafka(
     cache = cache or cache_dir()
     say = progress or (lambda _msg: None)
     official = cache / official_name(version, scala)
+    assembled = cache / assembled_name(version, scala)
+    what = f"Kafka {version}"
+    with cache_lock(official, what, progress, shared=True):
+        found = _cached_kafka(official, assembled)
+    if found is not None:
+        return found
+    with cache_lock(official, what, progress):
+        found = _cached_kafka(official, assembled)  # built while this one waited
+        if found is not None:
+            return found
+        mirror = mirror_url(MIRROR_ENV)
+        if mirror:
+            return download_from_mirror(mirror, version, scala, cache, say)
+        if assembled.exists():
+            say(f"{assembled.name} has no recorded SHA-512 (older kafkalab): building it again")
+        return assemble_from_maven(version, scala, cache, say)
+
+
+def _cached_kafka(official: Path, assembled: Path) -> Path | None:
+    """The checked tarball in the cache, or None when it must be fetched or built."""
     if official.exists():
         verify_sha512(official)
         return official
-    mirror = os.environ.get(MIRROR_ENV)
-    if mirror:
-        return download_from_mirror(mirror, version, scala, cache, say)
-    assembled = cache / assembled_name(version, scala)
-    if assembled.exists():
-        return assembled
-    return assemble_from_maven(version, scala, cache, say)
+    if os.environ.get(MIRROR_ENV) or not assembled.exists():
+        return None
+    if not recorded(assembled).exists():
+        return None
+    verify_recorded(assembled, "kafkalab fetch")
+    return assembled
 
 
 def unpacked(tgz: Path) -> Path:
@@ -92,12 +122,14 @@ def unpacked(tgz: Path) -> Path:
     dest = tgz.parent / "unpacked" / tgz.name.removesuffix(".tgz")
     done = dest / ".complete"
     if not done.exists():
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.mkdir(parents=True)
-        with tarfile.open(tgz) as tar:
-            tar.extractall(dest, filter="data")
-        done.touch()
+        with cache_lock(dest, f"the unpacked {tgz.name}"):
+            if not done.exists():
+                if dest.exists():
+                    shutil.rmtree(dest)
+                dest.mkdir(parents=True)
+                with tarfile.open(tgz) as tar:
+                    tar.extractall(dest, filter="data")
+                done.touch()
     homes = [p for p in dest.iterdir() if p.is_dir()]
     return homes[0]
 
@@ -167,7 +199,103 @@ def verify_sha512(tgz: Path, checksum: Path | None = None) -> None:
     verify_digest(tgz, checksum, "sha512", parse_sha512, where)
 
 
+def recorded(tgz: Path) -> Path:
+    """Where the SHA-512 of a tarball kafkalab built is recorded (sha512sum's format)."""
+    return tgz.with_name(tgz.name + ".sha512")
+
+
+def record_and_replace(partial: Path, target: Path) -> None:
+    """Record the SHA-512 of a tarball just built, then move it into place: a tarball in
+    the cache always has its record (the record is written first)."""
+    digest = file_digest(partial, "sha512")
+    note = partial.with_name(partial.name + ".sha512")
+    note.write_text(f"{digest}  {target.name}\n")
+    os.replace(note, recorded(target))
+    os.replace(partial, target)
+
+
+def verify_recorded(tgz: Path, fetch: str) -> None:
+    """Check a tarball kafkalab built against the SHA-512 recorded when it was built."""
+    expected = parse_sha512(recorded(tgz).read_text())
+    actual = file_digest(tgz, "sha512")
+    if actual != expected:
+        raise KafkalabError(
+            f"{tgz} no longer matches the SHA-512 recorded when kafkalab built it"
+            f" ({actual[:16]}..., recorded {expected[:16]}...): it was changed or damaged"
+            f" since. Delete it and {recorded(tgz).name}, then run `{fetch}` to build it again."
+        )
+
+
+# --- the cache lock ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def cache_lock(
+    target: Path, what: str, progress: Progress | None = None, shared: bool = False
+) -> Iterator[None]:
+    """Hold `<dir>/.locks/<name>.lock` next to `target`: exclusive while it is built,
+    shared while it is checked. Whoever has to wait says so (on stderr without `progress`)
+    and waits; a builder keeps its pid in the file meanwhile, for that message."""
+    path = target.parent / ".locks" / f"{target.name}.lock"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = path.open("a+")
+    except OSError as exc:
+        if not shared:
+            raise KafkalabError(f"cannot lock {path} to build {what}: {exc}") from None
+        lock = None  # a read-only cache (a trainer's copy) is only read: nothing to guard
+    if lock is None:
+        yield
+        return
+    with lock:
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(lock, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            pid = lock.read().strip()  # the builder's; none while others only check
+            doing = f"(pid {pid}) is building" if pid else "is checking"
+            say = progress or (lambda msg: print(msg, file=sys.stderr))
+            say(f"another kafkalab {doing} {what}; waiting for it")
+            fcntl.flock(lock, mode)
+        if not shared:
+            _write_pid(lock, f"{os.getpid()}\n")
+        try:
+            yield
+        finally:
+            if not shared:
+                _write_pid(lock, "")
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write_pid(lock: IO[str], text: str) -> None:
+    lock.truncate(0)
+    lock.write(text)
+    lock.flush()
+
+
 # --- mirror ------------------------------------------------------------------------------
+
+
+def mirror_url(env: str) -> str | None:
+    """The mirror `env` names, or None when unset: https, or a local directory (a path or
+    file://). Plain http is refused: the checksum comes from the same mirror, so whoever can
+    change the tarball on the way can change its checksum too."""
+    value = os.environ.get(env, "").strip()
+    if not value:
+        return None
+    scheme = urllib.parse.urlsplit(value).scheme.lower()
+    if scheme in ("https", "file"):
+        return value
+    if not scheme:
+        local = Path(value).expanduser().resolve()
+        if local.is_dir():
+            return local.as_uri()
+        raise KafkalabError(f"{env}={value}: no such directory; give an https:// URL or a path")
+    raise KafkalabError(
+        f"{env}={value}: a mirror must be https:// (or a local directory), not {scheme}://,"
+        " whose downloads anyone on the way can change"
+    )
 
 
 def download_from_mirror(mirror: str, version: str, scala: str, cache: Path, say: Progress) -> Path:
@@ -177,26 +305,29 @@ def download_from_mirror(mirror: str, version: str, scala: str, cache: Path, say
     cache.mkdir(parents=True, exist_ok=True)
     target = cache / name
     say(f"downloading {url}")
+    hint = f"Check {MIRROR_ENV}, or unset it to assemble Kafka from Maven Central."
     with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
         tgz, checksum = Path(tmp) / name, Path(tmp) / (name + ".sha512")
-        _fetch(url + ".sha512", checksum)
-        _fetch(url, tgz)
+        download(url + ".sha512", checksum, hint)
+        download(url, tgz, hint)
         verify_sha512(tgz, checksum)
         os.replace(checksum, target.with_name(checksum.name))
         os.replace(tgz, target)
     return target
 
 
-def _fetch(url: str, dest: Path) -> None:
+def download(url: str, dest: Path, hint: str = "") -> None:
+    """`url` (from a checked mirror) into `dest`; a redirect away from https is refused."""
     try:
-        with urllib.request.urlopen(url, timeout=60) as response, dest.open("wb") as out:
-            shutil.copyfileobj(response, out, _CHUNK)
+        with urllib.request.urlopen(url, timeout=60) as response:
+            final = response.geturl()
+            if url.startswith("https:") and not final.startswith("https:"):
+                raise KafkalabError(f"{url} redirects to {final}, which is not https. {hint}")
+            with dest.open("wb") as out:
+                shutil.copyfileobj(response, out, _CHUNK)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise KafkalabError(
-            f"could not download {url}: {reason}. Check {MIRROR_ENV}, or unset it to"
-            " assemble Kafka from Maven Central."
-        ) from None
+        raise KafkalabError(f"could not download {url}: {reason}. {hint}".rstrip()) from None
 
 
 # --- assembly from Maven Central ---------------------------------------------------------
@@ -289,7 +420,7 @@ def assemble_from_maven(version: str, scala: str, cache: Path, say: Progress) ->
         shutil.copytree(_DATA / "maven" / "config", dist / "config")
         partial = work / target.name
         _write_tarball(dist, partial)
-        os.replace(partial, target)
+        record_and_replace(partial, target)
     say(f"wrote {target} ({target.stat().st_size / 1e6:.0f} MB)")
     return target
 
@@ -307,13 +438,21 @@ def mvn_copy_dependencies(
 ) -> None:
     """`mvn dependency:copy-dependencies` of `pom` into `out`, with the cache's own local
     repository: offline first when it has one, so a pre-filled cache needs no network.
+    Strict checksums: a download that does not match its repository checksum fails. One
+    mvn at a time uses the local repository (the lock), which Maven does not guard.
 
     `what` names the thing fetched in errors, `hint` says what to do instead."""
     m2 = cache / "m2"
+    with cache_lock(m2, "the Maven repository of the cache"):
+        _run_mvn(m2, pom, out, what, hint, settings)
+
+
+def _run_mvn(m2: Path, pom: Path, out: Path, what: str, hint: str, settings: Path | None) -> None:
     base = [
         "mvn",
         "-B",
         "-q",
+        "--strict-checksums",
         *(["-s", str(settings)] if settings else []),
         "-f",
         str(pom),

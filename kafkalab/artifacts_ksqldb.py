@@ -3,19 +3,16 @@
 ksqlDB is not on Maven Central or PyPI; it ships in Confluent's community archive
 (`confluent-community-<version>.tar.gz`, top dir `confluent-<version>/` with
 `bin/ksql-server-start` and `etc/ksqldb/`). `resolve_ksqldb` returns it from the artifact
-cache, checked against the `.sha256` next to it; with `KAFKALAB_CONFLUENT_MIRROR` set it
-downloads both from `<mirror>/<major.minor>/` first (checked, kept in the cache). The lab
-machines never download anything: the role copies the archive from the controller.
+cache, checked against the `.sha256` next to it; with `KAFKALAB_CONFLUENT_MIRROR` set (https
+or a local directory) it downloads both from `<mirror>/<major.minor>/` first (checked, kept
+in the cache). The lab machines never download anything: the role copies the archive from
+the controller.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from kafkalab import artifacts
@@ -25,7 +22,6 @@ CONFLUENT_VERSION = "7.9.0"  # ksqlDB of Confluent Platform 7.9 runs against Kaf
 MIRROR_ENV = "KAFKALAB_CONFLUENT_MIRROR"
 ARCHIVE_SITE = "https://packages.confluent.io/archive"
 _SHA256 = re.compile(r"\b([0-9a-fA-F]{64})\b")
-_CHUNK = 1 << 20
 
 
 def archive_name(version: str = CONFLUENT_VERSION) -> str:
@@ -79,10 +75,12 @@ def resolve_ksqldb(version: str = CONFLUENT_VERSION, cache: Path | None = None) 
     found = cached(version, cache)
     if found is not None:
         return found
-    mirror = os.environ.get(MIRROR_ENV)
+    mirror = artifacts.mirror_url(MIRROR_ENV)
     if not mirror:
         raise KafkalabError(missing_message(version, cache) + f" (or set {MIRROR_ENV})")
-    return download(mirror, version, cache or artifacts.cache_dir())
+    target = archive_path(version, cache)
+    with artifacts.cache_lock(target, f"Confluent {version}"):
+        return cached(version, cache) or download(mirror, version, target.parent)
 
 
 def download(mirror: str, version: str, cache: Path) -> Path:
@@ -92,16 +90,11 @@ def download(mirror: str, version: str, cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
         archive, checksum = Path(tmp) / name, Path(tmp) / f"{name}.sha256"
-        for source, dest in ((url + ".sha256", checksum), (url, archive)):
-            try:
-                with urllib.request.urlopen(source, timeout=60) as resp, dest.open("wb") as out:
-                    shutil.copyfileobj(resp, out, _CHUNK)
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", exc)
-                raise KafkalabError(f"could not download {source}: {reason}") from None
+        artifacts.download(url + ".sha256", checksum, f"Check {MIRROR_ENV}.")
+        artifacts.download(url, archive, f"Check {MIRROR_ENV}.")
         verify_sha256(archive, checksum)
-        os.replace(checksum, cache / checksum.name)
-        os.replace(archive, cache / name)
+        checksum.replace(cache / checksum.name)
+        archive.replace(cache / name)
     return cache / name
 
 

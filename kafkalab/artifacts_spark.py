@@ -12,7 +12,9 @@ dir `spark-<version>-bin-kafkalab/` with `bin/` (spark-class, spark-submit), `sb
 
 The connector comes from Maven Central (`mvn dependency:copy-dependencies` of
 `org.apache.spark:spark-sql-kafka-0-10_<scala>:<version>`, local repository in the cache,
-offline first). Once built, the tarball is reused and nothing is fetched again.
+offline first, strict checksums). Once built, the tarball is reused and nothing is fetched
+again; it is checked on every resolve against the SHA-512 recorded when it was built
+(`<tarball>.sha512`), and built under the cache lock, so two builders never mix their work.
 """
 
 from __future__ import annotations
@@ -96,8 +98,29 @@ def resolve_spark(
     cache = cache or artifacts.cache_dir()
     say = progress or (lambda _msg: None)
     target = cache / archive_name(version)
-    if target.exists():
-        return target
+    what = f"Spark {version}"
+    with artifacts.cache_lock(target, what, progress, shared=True):
+        if _checked(target):
+            return target
+    with artifacts.cache_lock(target, what, progress):
+        if _checked(target):  # built while this one waited
+            return target
+        if target.exists():
+            say(f"{target.name} has no recorded SHA-512 (older kafkalab): building it again")
+        _build(target, version, cache, say, scala)
+    say(f"wrote {target} ({target.stat().st_size / 1e6:.0f} MB)")
+    return target
+
+
+def _checked(target: Path) -> bool:
+    """The tarball is in the cache and matches its record (a mismatch is an error)."""
+    if not (target.exists() and artifacts.recorded(target).exists()):
+        return False
+    artifacts.verify_recorded(target, "kafkalab fetch --with spark")
+    return True
+
+
+def _build(target: Path, version: str, cache: Path, say: Progress, scala: str) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     connector = kafka_connector(version, cache, say, scala)
     with tempfile.TemporaryDirectory(prefix=".spark-", dir=cache) as tmp:
@@ -108,9 +131,7 @@ def resolve_spark(
         partial = work / target.name
         say(f"packing {target.name}")
         write_tarball(dist, partial)
-        os.replace(partial, target)
-    say(f"wrote {target} ({target.stat().st_size / 1e6:.0f} MB)")
-    return target
+        artifacts.record_and_replace(partial, target)
 
 
 def unpacked(version: str = SPARK_VERSION, cache: Path | None = None) -> Path:

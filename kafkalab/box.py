@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from kafkalab import image
+from kafkalab import artifacts, image
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root, repo_root
 
@@ -145,6 +145,13 @@ def build(
     recipe = recipe or recipe_path()
     if not force and (box := cached_box(recipe)) is not None:
         return box
+    with artifacts.cache_lock(box_dir(recipe), "the box", progress):
+        if not force and (box := cached_box(recipe)) is not None:
+            return box  # built while this one waited
+        return _build(recipe, progress)
+
+
+def _build(recipe: Path, progress: Callable[[str], None]) -> Box:
     if missing := missing_tools():
         raise KafkalabError(
             "building the box needs Debian packages that are missing: "

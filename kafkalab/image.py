@@ -1,4 +1,9 @@
-"""The Debian base image: built from Debian packages by mmdebstrap, cached by recipe hash."""
+"""The Debian base image: built from Debian packages by mmdebstrap, cached by recipe hash.
+
+Built under the cache lock (a second kafkalab waits, then finds it built). The Debian mirror
+may be plain http (the default): apt checks every package against the mirror's Release file,
+signed with the Debian archive keys, so the transport need not be trusted.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from kafkalab import artifacts
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root, repo_root
 
@@ -64,6 +70,14 @@ def ensure_image(progress: Callable[[str], None] = print, recipe: Path | None = 
     root = rootfs(recipe)
     if is_built(recipe):
         return root
+    with artifacts.cache_lock(image_dir(recipe), "the base image", progress):
+        if not is_built(recipe):  # else built while this one waited
+            _build(recipe, progress)
+    return root
+
+
+def _build(recipe: Path, progress: Callable[[str], None]) -> None:
+    root = rootfs(recipe)
     if shutil.which("mmdebstrap") is None:
         raise KafkalabError(
             "mmdebstrap is missing: run `make setup` (it installs it with apt-get), "
@@ -85,4 +99,3 @@ def ensure_image(progress: Callable[[str], None] = print, recipe: Path | None = 
         raise KafkalabError(f"building the base image failed (log: {log}):\n{tail}")
     (work / "complete").write_text(recipe_hash(recipe) + "\n")
     progress(f"base image ready: {root}")
-    return root

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs everything kafkalab needs on a fresh Debian/Ubuntu machine, and nothing twice:
-# Debian packages (apt), the Python environment (.venv, pip), the Kafka artifact
-# (Maven Central, or a tarball a trainer put into the cache) and the base image.
+# Installs what the default lab (`make up`) needs on a fresh Debian/Ubuntu machine, and
+# nothing twice: Debian packages (apt), the Python environment (.venv, pip), the Kafka
+# artifact (Maven Central, or a tarball a trainer put into the cache) and the base image.
+# Spark and the VM box are not fetched here: `kafkalab up --with spark` and `vagrant up`
+# fetch them when a lab asks, and `make test` fetches them before its tests (setup-test).
 # Offline classroom: with the packages present and the cache pre-filled it needs no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,5 +31,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   touch "$stamp"
 fi
 
-say "fetching artifacts (Kafka, base image, Spark) into the cache"
-.venv/bin/kafkalab fetch --with spark
+say "fetching what the default lab needs (Kafka, base image) into the cache"
+.venv/bin/kafkalab fetch

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import subprocess
+import sys
 import tarfile
+import threading
+import time
+import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts
+from kafkalab import artifacts, artifacts_ksqldb
 from kafkalab.artifacts import (
     launcher_table,
     parse_sha512,
@@ -153,7 +160,7 @@ def test_mirror_download_is_verified_and_cached(
     assert (cache / f"{NAME}.sha512").exists()
     assert artifacts.cached_kafka(cache) == [tgz]
     assert said == [f"downloading {mirror.as_uri()}/{VERSION}/{NAME}"]
-    assert sorted(p.name for p in cache.iterdir()) == [NAME, f"{NAME}.sha512"]
+    assert sorted(p.name for p in cache.iterdir() if p.name != ".locks") == [NAME, f"{NAME}.sha512"]
     monkeypatch.delenv(artifacts.MIRROR_ENV)
     assert resolve_kafka(VERSION, cache=cache) == tgz  # from the cache now
 
@@ -169,7 +176,7 @@ def test_mirror_with_bad_checksum_keeps_nothing(
     cache = tmp_path / "cache"
     with pytest.raises(KafkalabError, match="does not match"):
         resolve_kafka(VERSION, cache=cache)
-    assert list(cache.iterdir()) == []
+    assert [p for p in cache.iterdir() if p.name != ".locks"] == []
 
 
 def test_mirror_without_the_version_names_the_url(
@@ -203,6 +210,277 @@ def test_missing_mvn_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(subprocess, "run", no_mvn)
     with pytest.raises(KafkalabError, match="`mvn` is not installed"):
         resolve_kafka(VERSION, cache=tmp_path / "cache")
+
+
+# --- downloads checked: Maven, mirrors ------------------------------------------------------
+
+
+def test_mvn_runs_with_strict_checksums_offline_and_online(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[list[str]] = []
+
+    def offline_misses(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1 if "-o" in cmd else 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", offline_misses)
+    (tmp_path / "m2").mkdir()  # a local repository: offline is tried first
+    artifacts.mvn_copy_dependencies(tmp_path / "pom.xml", tmp_path / "out", tmp_path, "x", "y")
+    assert len(seen) == 2 and "-o" in seen[0] and "-o" not in seen[1]
+    assert all("--strict-checksums" in cmd for cmd in seen)
+
+
+class FakeResponse(io.BytesIO):
+    """What urlopen returns: a readable body that knows the URL it ended at."""
+
+    def __init__(self, body: bytes, final_url: str) -> None:
+        super().__init__(body)
+        self.final_url = final_url
+
+    def geturl(self) -> str:
+        return self.final_url
+
+
+def serve(
+    monkeypatch: pytest.MonkeyPatch, files: dict[str, bytes], redirect: Callable[[str], str] = str
+) -> list[str]:
+    """Replace urlopen with one serving `files` by URL; returns the URLs asked for."""
+    asked: list[str] = []
+
+    def urlopen(url: str, timeout: float = 0) -> FakeResponse:
+        asked.append(url)
+        if url not in files:
+            raise urllib.error.URLError("404 Not Found")
+        return FakeResponse(files[url], redirect(url))
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    return asked
+
+
+@pytest.mark.parametrize("mirror", ["http://mirror.example/kafka", "ftp://mirror.example/kafka"])
+def test_mirror_without_https_is_refused_before_any_download(
+    mirror: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = serve(monkeypatch, {})
+    monkeypatch.setenv(artifacts.MIRROR_ENV, mirror)
+    with pytest.raises(KafkalabError) as err:
+        resolve_kafka(VERSION, cache=tmp_path / "cache")
+    message = str(err.value)
+    assert "\n" not in message and artifacts.MIRROR_ENV in message and "https://" in message
+    assert asked == []
+
+
+def test_https_mirror_is_downloaded_and_checked(
+    dist: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"https://mirror.example/kafka/{VERSION}/{NAME}"
+    asked = serve(
+        monkeypatch,
+        {url: dist.read_bytes(), f"{url}.sha512": gpg_style(sha512(dist), NAME).encode()},
+    )
+    monkeypatch.setenv(artifacts.MIRROR_ENV, "https://mirror.example/kafka/")
+    cache = tmp_path / "cache"
+    assert resolve_kafka(VERSION, cache=cache) == cache / NAME
+    assert asked == [f"{url}.sha512", url]
+    assert sha512(cache / NAME) == sha512(dist)
+
+
+def test_https_mirror_redirecting_to_http_is_refused(
+    dist: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"https://mirror.example/kafka/{VERSION}/{NAME}"
+    files = {url: dist.read_bytes(), f"{url}.sha512": gpg_style(sha512(dist), NAME).encode()}
+    serve(monkeypatch, files, redirect=lambda u: u.replace("https:", "http:"))
+    monkeypatch.setenv(artifacts.MIRROR_ENV, "https://mirror.example/kafka")
+    cache = tmp_path / "cache"
+    with pytest.raises(KafkalabError, match=r"redirects to http://.*not https"):
+        resolve_kafka(VERSION, cache=cache)
+    assert not (cache / NAME).exists()
+
+
+def test_mirror_may_be_a_local_directory(
+    dist: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mirror = tmp_path / "mirror"
+    (mirror / VERSION).mkdir(parents=True)
+    (mirror / VERSION / NAME).write_bytes(dist.read_bytes())
+    (mirror / VERSION / f"{NAME}.sha512").write_text(gpg_style(sha512(dist), NAME))
+    monkeypatch.setenv(artifacts.MIRROR_ENV, str(mirror))
+    assert resolve_kafka(VERSION, cache=tmp_path / "cache") == tmp_path / "cache" / NAME
+    monkeypatch.setenv(artifacts.MIRROR_ENV, str(tmp_path / "no-such-dir"))
+    with pytest.raises(KafkalabError, match="no such directory"):
+        resolve_kafka(VERSION, cache=tmp_path / "other-cache")
+
+
+def test_confluent_mirror_without_https_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = serve(monkeypatch, {})
+    monkeypatch.setenv(artifacts_ksqldb.MIRROR_ENV, "http://packages.example/archive")
+    with pytest.raises(KafkalabError, match=rf"{artifacts_ksqldb.MIRROR_ENV}=http://.*https://"):
+        artifacts_ksqldb.resolve_ksqldb(cache=tmp_path)
+    assert asked == []
+
+
+# --- the assembled tarball: recorded hash, lock ---------------------------------------------
+
+
+def wait_until(condition: Callable[[], object], seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+class FakeMaven:
+    """Stands in for `mvn dependency:copy-dependencies`: one jar holding every main class
+    the launchers need. `gate`, when set, holds the first build until the test opens it."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.started = threading.Event()
+        self.gate: threading.Event | None = None
+
+    def __call__(self, pom: Path, libs: Path, cache: Path, version: str, scala: str) -> None:
+        self.runs += 1
+        self.started.set()
+        if self.gate is not None:
+            assert self.gate.wait(10), "the test never opened the gate"
+        libs.mkdir(parents=True)
+        classes = sorted({t.classes[0] for t in launcher_table() if t.kind != "static"})
+        make_jar(libs / f"kafka-tools-{version}.jar", classes)
+
+
+@pytest.fixture
+def maven(monkeypatch: pytest.MonkeyPatch) -> FakeMaven:
+    fake = FakeMaven()
+    monkeypatch.setattr(artifacts, "_copy_dependencies", fake)
+    return fake
+
+
+def test_assembled_tarball_records_its_hash_and_is_reused(maven: FakeMaven, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    tgz = resolve_kafka(VERSION, cache=cache)
+    assert tgz == cache / f"{TOP}-maven.tgz"
+    record = cache / f"{TOP}-maven.tgz.sha512"
+    assert record.read_text() == f"{sha512(tgz)}  {tgz.name}\n"
+    assert resolve_kafka(VERSION, cache=cache) == tgz
+    assert maven.runs == 1
+
+
+def test_tampered_assembled_tarball_is_refused_with_the_fix(
+    maven: FakeMaven, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    tgz = resolve_kafka(VERSION, cache=cache)
+    data = bytearray(tgz.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    tgz.write_bytes(bytes(data))
+    with pytest.raises(KafkalabError) as err:
+        resolve_kafka(VERSION, cache=cache)
+    message = str(err.value)
+    assert "no longer matches the SHA-512 recorded" in message
+    assert f"Delete it and {tgz.name}.sha512" in message and "`kafkalab fetch`" in message
+    assert maven.runs == 1  # refused, not silently rebuilt
+
+
+def test_assembled_tarball_without_a_record_is_built_again(
+    maven: FakeMaven, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    tgz = resolve_kafka(VERSION, cache=cache)
+    (cache / f"{tgz.name}.sha512").unlink()  # as an older kafkalab left it
+    said: list[str] = []
+    assert resolve_kafka(VERSION, cache=cache, progress=said.append) == tgz
+    assert maven.runs == 2 and (cache / f"{tgz.name}.sha512").exists()
+    assert any("no recorded SHA-512" in line for line in said)
+
+
+def test_two_builders_take_turns_and_the_second_finds_it_built(
+    maven: FakeMaven, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache"
+    maven.gate = threading.Event()
+    results: dict[str, Path] = {}
+    said: dict[str, list[str]] = {"first": [], "second": []}
+
+    def fetch(name: str) -> None:
+        results[name] = resolve_kafka(VERSION, cache=cache, progress=said[name].append)
+
+    first = threading.Thread(target=fetch, args=("first",))
+    first.start()
+    assert maven.started.wait(10)  # the first holds the lock, inside its build
+    second = threading.Thread(target=fetch, args=("second",))
+    second.start()
+    wait_until(lambda: said["second"])
+    assert not results  # both are still waiting: one on the gate, one on the lock
+    maven.gate.set()
+    first.join(10)
+    second.join(10)
+    assert maven.runs == 1
+    assert results["first"] == results["second"] == cache / f"{TOP}-maven.tgz"
+    assert said["second"] == [
+        f"another kafkalab (pid {os.getpid()}) is building Kafka {VERSION}; waiting for it"
+    ]
+    artifacts.verify_recorded(results["second"], "kafkalab fetch")
+
+
+def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
+    """A builder in another process keeps a checker out until it is done, and is named."""
+    target = tmp_path / "thing.tgz"
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom kafkalab import artifacts\n"
+        "with artifacts.cache_lock(Path(sys.argv[1]), 'the thing'):\n"
+        "    print('held', flush=True)\n    sys.stdin.readline()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(target)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline() == "held\n"
+        said: list[str] = []
+        inside = threading.Event()
+
+        def check() -> None:
+            with artifacts.cache_lock(target, "the thing", said.append, shared=True):
+                inside.set()
+
+        checker = threading.Thread(target=check)
+        checker.start()
+        wait_until(lambda: said)
+        assert not inside.is_set()
+        assert said == [f"another kafkalab (pid {child.pid}) is building the thing; waiting for it"]
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.wait(10) == 0
+        checker.join(10)
+        assert inside.is_set()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_builder_waits_for_checkers(tmp_path: Path) -> None:
+    target = tmp_path / "thing.tgz"
+    said: list[str] = []
+    built = threading.Event()
+
+    def build() -> None:
+        with artifacts.cache_lock(target, "the thing", said.append):
+            built.set()
+
+    with artifacts.cache_lock(target, "the thing", shared=True):
+        builder = threading.Thread(target=build)
+        builder.start()
+        wait_until(lambda: said)
+        assert not built.is_set()
+    builder.join(10)
+    assert built.is_set()
+    assert said == ["another kafkalab is checking the thing; waiting for it"]
 
 
 # --- launchers ---------------------------------------------------------------------------

@@ -1,3 +1,9 @@
+import os
+import shutil
+import subprocess
+import threading
+import time
+
 from kafkalab import image
 
 
@@ -22,3 +28,43 @@ def test_cache_key_follows_the_recipe(tmp_path):
     recipe.write_text("suite: bookworm\npackages: [systemd, sudo]\n")
     assert image.recipe_hash(recipe) != first
     assert image.image_dir(recipe).name == f"debian-base-{image.recipe_hash(recipe)}"
+
+
+def test_two_builds_of_one_image_take_turns(tmp_path, monkeypatch):
+    """A second `kafkalab fetch` while the image is built waits, then finds it built."""
+    monkeypatch.setenv("KAFKALAB_CACHE", str(tmp_path / "cache"))
+    recipe = tmp_path / "r.yml"
+    recipe.write_text("suite: bookworm\npackages: [systemd]\n")
+    monkeypatch.setattr(shutil, "which", lambda tool: f"/usr/bin/{tool}")
+    started, gate, runs = threading.Event(), threading.Event(), []
+
+    def mmdebstrap(cmd, **_kw):
+        runs.append(cmd)
+        started.set()
+        assert gate.wait(10)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(subprocess, "run", mmdebstrap)
+    said: dict[str, list[str]] = {"first": [], "second": []}
+    roots: dict[str, object] = {}
+
+    def fetch(name):
+        roots[name] = image.ensure_image(said[name].append, recipe)
+
+    first = threading.Thread(target=fetch, args=("first",))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=fetch, args=("second",))
+    second.start()
+    deadline = time.monotonic() + 10
+    while not said["second"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    gate.set()
+    first.join(10)
+    second.join(10)
+    assert len(runs) == 1
+    assert roots["first"] == roots["second"] == image.rootfs(recipe)
+    assert said["second"] == [
+        f"another kafkalab (pid {os.getpid()}) is building the base image; waiting for it"
+    ]
+    assert image.is_built(recipe)

@@ -3,6 +3,7 @@ no JVM. The real build (pyspark package + Maven Central) runs in the streaming t
 
 from __future__ import annotations
 
+import hashlib
 import io
 import subprocess
 import tarfile
@@ -127,6 +128,45 @@ def test_resolve_builds_once_then_reuses(tmp_path, monkeypatch):
     assert calls == ["4.0.0"]  # the second call found the tarball and built nothing
 
 
+@pytest.fixture
+def built(tmp_path, monkeypatch):
+    """A Spark tarball built once from fakes; the list counts the builds."""
+    home = fake_spark_home(tmp_path / "src", SPARK_JARS)
+    connector = fake_connector(tmp_path)
+    calls = []
+    monkeypatch.setattr(artifacts_spark, "installed_pyspark", lambda v: calls.append(v) or home)
+    monkeypatch.setattr(artifacts_spark, "kafka_connector", lambda v, c, s, scala: connector)
+    tgz = artifacts_spark.resolve_spark("4.0.0", cache=tmp_path / "cache")
+    return tgz, calls
+
+
+def test_built_tarball_records_its_sha512(built):
+    tgz, _ = built
+    record = tgz.with_name(tgz.name + ".sha512")
+    assert record.read_text() == f"{hashlib.sha512(tgz.read_bytes()).hexdigest()}  {tgz.name}\n"
+
+
+def test_tampered_tarball_is_refused_with_the_fix(built):
+    tgz, calls = built
+    with tgz.open("ab") as f:
+        f.write(b"tampered")
+    with pytest.raises(KafkalabError) as err:
+        artifacts_spark.resolve_spark("4.0.0", cache=tgz.parent)
+    message = str(err.value)
+    assert "no longer matches the SHA-512 recorded" in message
+    assert "`kafkalab fetch --with spark`" in message
+    assert calls == ["4.0.0"]
+
+
+def test_tarball_without_a_record_is_built_again(built):
+    tgz, calls = built
+    tgz.with_name(tgz.name + ".sha512").unlink()
+    tgz.write_bytes(b"left by an older kafkalab")
+    assert artifacts_spark.resolve_spark("4.0.0", cache=tgz.parent) == tgz
+    assert calls == ["4.0.0", "4.0.0"]
+    artifacts_spark.resolve_spark("4.0.0", cache=tgz.parent)  # checked against the new record
+
+
 def test_official_tarball_is_preferred_and_checked(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -186,6 +226,7 @@ def test_connector_runs_mvn_with_its_own_settings_and_says_what_failed(tmp_path,
     assert "Could not resolve dependencies" in message
     assert f"into {cache}/" in message
     assert len(seen) == 1 and "-s" in seen[0] and f"-Dmaven.repo.local={cache / 'm2'}" in seen[0]
+    assert "--strict-checksums" in seen[0]
     assert not artifacts_spark.connector_dir("4.0.0", cache).exists()  # nothing half-made
 
 

@@ -1,0 +1,89 @@
+"""README's two commands, `make up` and `make test`, as root and as a sudo user: what each
+would run (`make -n` with a fake `id` first on PATH), and what `scripts/setup.sh` fetches
+(run in a copy of the scripts with fake tools: no apt, no pip, no download)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kafkalab.paths import repo_root
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def fake_tool(bin_dir: Path, name: str, script: str) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    tool = bin_dir / name
+    tool.write_text(f"#!/bin/sh\n{script}\n")
+    tool.chmod(0o755)
+
+
+def dry_run(target: str, uid: int, tmp_path: Path) -> list[str]:
+    """The commands `make <target>` would run for a user with this uid."""
+    bin_dir = tmp_path / f"uid{uid}"
+    fake_tool(bin_dir, "id", f'[ "$1" = -u ] && echo {uid} || exec /usr/bin/id "$@"')
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    done = subprocess.run(
+        ["make", "-n", "-C", str(repo_root()), target],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [line for line in done.stdout.splitlines() if line and not line.startswith("make")]
+
+
+def test_as_root_nothing_runs_under_sudo(tmp_path: Path) -> None:
+    for target in ("up", "test"):
+        lines = dry_run(target, 0, tmp_path)
+        assert lines and not any("sudo" in line for line in lines), lines
+    assert dry_run("up", 0, tmp_path) == ["./scripts/setup.sh", ".venv/bin/kafkalab up"]
+
+
+def test_as_a_user_the_root_steps_run_under_sudo(tmp_path: Path) -> None:
+    assert dry_run("up", 1000, tmp_path) == [
+        "sudo ./scripts/setup.sh",
+        "sudo .venv/bin/kafkalab up",
+    ]
+    lines = dry_run("test", 1000, tmp_path)
+    assert lines and all(line.startswith("sudo ") for line in lines), lines
+
+
+def test_make_up_fetches_nothing_for_spark_or_vms(tmp_path: Path) -> None:
+    lines = dry_run("up", 0, tmp_path)
+    assert not any("spark" in line or "setup-vm" in line or "box" in line for line in lines)
+
+
+def test_make_test_prepares_spark_and_the_box_before_pytest(tmp_path: Path) -> None:
+    lines = dry_run("test", 0, tmp_path)
+    pytest_at = lines.index(".venv/bin/pytest")
+    assert pytest_at == len(lines) - 1
+    assert lines.index("./scripts/setup-vm.sh") < pytest_at  # it builds the box
+    assert lines.index(".venv/bin/kafkalab fetch --with spark") < pytest_at
+
+
+def test_setup_script_fetches_only_what_the_default_lab_needs(tmp_path: Path) -> None:
+    """scripts/setup.sh, run for real on a copy with every package present: its one
+    `kafkalab` call is a plain `fetch` (Kafka and the base image), not `--with spark`."""
+    copy = tmp_path / "repo"
+    shutil.copytree(repo_root() / "scripts", copy / "scripts")
+    shutil.copy2(repo_root() / "pyproject.toml", copy / "pyproject.toml")
+    venv = copy / ".venv"
+    calls = tmp_path / "kafkalab-calls"
+    fake_tool(venv / "bin", "python", "exit 0")
+    fake_tool(venv / "bin", "kafkalab", f'echo "$*" >> {calls}')
+    (venv / ".kafkalab-installed").touch()  # newer than pyproject.toml: pip is skipped
+    tools = tmp_path / "tools"
+    fake_tool(tools, "id", '[ "$1" = -u ] && echo 0 || exec /usr/bin/id "$@"')
+    fake_tool(tools, "dpkg-query", "printf 'install ok installed'")
+    fake_tool(tools, "apt-get", "echo apt-get must not run >&2; exit 1")
+    env = dict(os.environ, PATH=f"{tools}:{os.environ['PATH']}")
+    subprocess.run(
+        ["bash", str(copy / "scripts" / "setup.sh")], env=env, check=True, capture_output=True
+    )
+    assert calls.read_text().splitlines() == ["fetch"]
