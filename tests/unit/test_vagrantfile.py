@@ -118,6 +118,8 @@ def test_box_from_env_or_file(tmp_path: Path) -> None:
         ({"mode": "zookeeper", "controllers": 1}, "controllers is a KRaft setting"),
         ({"bogus": 1}, "bogus: unknown setting"),
         ({"kafka_version": "4.0.0"}, "kafka_version: supported"),
+        ({"memory_mb": 1024, "kafka_heap_mb": 768}, "kafka_heap_mb: 768 is more than half"),
+        ({"network": "127.0.0.0/24"}, "network: must be a private IPv4 network"),
     ],
 )
 def test_bad_topology_fails_in_one_line(
