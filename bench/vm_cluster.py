@@ -1,4 +1,4 @@
-"""Print figures for the full VM cluster: `vagrant up` of lab.yml's 3 brokers (KRaft by
+"""Print figures for the full VM cluster: `vagrant up` of cluster.yml's 3 brokers (KRaft by
 default) from the kafkalab box, Ansible provisioning, a produce/consume check over the
 private network, `vagrant destroy`.
 
@@ -79,7 +79,7 @@ def main() -> None:
 
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / "vagrant.log").write_text("")
-    lab = STATE / "lab.yml"
+    lab = STATE / "cluster.yml"
     lab.write_text(
         yaml.safe_dump({"mode": args.mode, "brokers": args.brokers, "memory_mb": args.memory_mb})
     )

@@ -37,7 +37,7 @@ app.add_typer(spark_cmd.app, name="spark")
 app.add_typer(box_cmd.app, name="box")
 
 TopologyFile = Annotated[
-    Path | None, typer.Option("--topology", "-t", help="topology file (default: lab.yml)")
+    Path | None, typer.Option("--topology", "-t", help="topology file (default: cluster.yml)")
 ]
 
 

@@ -1,4 +1,4 @@
-"""The lab topology (lab.yml): validated before any host is touched."""
+"""The cluster topology (cluster.yml): validated before any host is touched."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ class Topology(BaseModel):
         if rf > self.brokers:
             raise KafkalabError(
                 f"replication factor {rf} is larger than the number of brokers ({self.brokers}); "
-                f"use brokers: {rf} or more in lab.yml (or --brokers {rf})"
+                f"use brokers: {rf} or more in cluster.yml (or --brokers {rf})"
             )
 
 
@@ -161,7 +161,7 @@ def _one_line(err: ValidationError, source: str) -> str:
             got = repr(e["input"])
             msg = f"{msg} (got {got if len(got) <= 40 else got[:37] + '...'})"
         if e["type"] == "extra_forbidden":
-            msg = "unknown setting (see lab.yml for the settings there are)"
+            msg = "unknown setting (see cluster.yml for the settings there are)"
         parts.append(f"{loc}: {msg}")
     return f"{source}: " + "; ".join(parts)
 
@@ -206,16 +206,16 @@ def load(
     *,
     required: bool = False,
 ) -> Topology:
-    """Read lab.yml (or `path`), apply non-None overrides, validate. Raises KafkalabError
+    """Read cluster.yml (or `path`), apply non-None overrides, validate. Raises KafkalabError
     with one line naming each bad setting.
 
     `existing` is the lab already there: without a `path` its settings are the start, not
-    lab.yml's. Either way it keeps its extra hosts (a union with those asked for): `up`
+    cluster.yml's. Either way it keeps its extra hosts (a union with those asked for): `up`
     adds machines and never drops a running one (`kafkalab down --purge` does).
     `required`: `path` was asked for (`-t`), so a missing file is an error, not the
     defaults."""
     given = path
-    path = path or repo_root() / "lab.yml"
+    path = path or repo_root() / "cluster.yml"
     data: dict[str, Any] = {}
     if existing is not None and given is None:
         data.update(existing.model_dump())

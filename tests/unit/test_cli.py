@@ -36,11 +36,11 @@ def test_bad_topology_touches_nothing(tmp_path, args, expected):
 
 
 def test_missing_topology_file_values(tmp_path):
-    bad = tmp_path / "lab.yml"
+    bad = tmp_path / "cluster.yml"
     bad.write_text("mode: kraft\nbrokers: three\n")
     proc = kafkalab(tmp_path, "up", "--topology", str(bad))
     assert proc.returncode == 2
-    assert "lab.yml: brokers:" in proc.stderr
+    assert "cluster.yml: brokers:" in proc.stderr
     assert not (tmp_path / "state").exists()
 
 
@@ -202,7 +202,7 @@ def test_with_on_a_lab_keeps_its_extra_hosts_and_their_addresses(tmp_path, monke
 
 def test_a_topology_file_on_a_lab_keeps_its_extra_hosts(tmp_path, monkeypatch):
     saved_lab(tmp_path, monkeypatch, extra_hosts=["ksqldb"])
-    f = write(tmp_path / "lab.yml", b"brokers: 3\nextra_hosts: [spark]\n")
+    f = write(tmp_path / "cluster.yml", b"brokers: 3\nextra_hosts: [spark]\n")
     proc = guarded(tmp_path, "up", "-t", str(f))
     assert proc.returncode == 3, proc.stderr
     machines = json.loads(proc.stdout)

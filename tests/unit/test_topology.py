@@ -58,7 +58,7 @@ def test_bad_values_give_one_clear_line(overrides, words):
 
 
 def test_bad_yaml_file(tmp_path: Path):
-    f = tmp_path / "lab.yml"
+    f = tmp_path / "cluster.yml"
     f.write_text("mode: [kraft\n")
     with pytest.raises(KafkalabError, match="not valid YAML"):
         topology.load(f)
@@ -68,7 +68,7 @@ def test_bad_yaml_file(tmp_path: Path):
 
 
 def test_file_values_and_flag_overrides(tmp_path: Path):
-    f = tmp_path / "lab.yml"
+    f = tmp_path / "cluster.yml"
     f.write_text("mode: zookeeper\nbrokers: 4\n")
     topo = topology.load(f, {"brokers": 3, "mode": None})
     assert (topo.mode, topo.brokers) == ("zookeeper", 3)
@@ -108,7 +108,7 @@ def test_with_adds_to_the_extra_hosts_of_an_existing_lab():
 
 
 def test_a_file_without_extra_hosts_keeps_those_of_an_existing_lab(tmp_path: Path):
-    f = tmp_path / "lab.yml"
+    f = tmp_path / "cluster.yml"
     f.write_text("brokers: 4\nextra_hosts: []\n")
     existing = topology.Topology(brokers=3, extra_hosts=["ksqldb"])
     topo = topology.load(f, existing=existing, required=True)
@@ -149,7 +149,7 @@ def test_a_directory_is_not_a_topology_file(tmp_path: Path):
 
 
 def test_a_file_that_is_not_utf8(tmp_path: Path):
-    f = tmp_path / "lab.yml"
+    f = tmp_path / "cluster.yml"
     f.write_bytes(b"mode: kraft\nbrokers: \xff3\n")
     msg = one_line_error(f, required=True)
     assert "not UTF-8 text (byte 0xff at offset 21)" in msg
@@ -161,12 +161,12 @@ def test_a_file_that_is_not_utf8(tmp_path: Path):
     [
         ("mode: [kraft\n", ["not valid YAML: line 2, column 1"]),
         ("[" * 5000, ["not valid YAML: nested too deeply"]),
-        ("1: kraft\n", ["lab.yml: 1:"]),
+        ("1: kraft\n", ["cluster.yml: 1:"]),
         ("mode: !!python/object:os.system x\n", ["not valid YAML", "constructor"]),
     ],
 )
 def test_bad_yaml_is_one_line(tmp_path: Path, text: str, words: list[str]):
-    f = tmp_path / "lab.yml"
+    f = tmp_path / "cluster.yml"
     f.write_text(text)
     msg = one_line_error(f, required=True)
     for word in words:
@@ -213,7 +213,7 @@ def test_rfc1918_networks_are_accepted(network: str):
     ],
 )
 def test_counts_and_sizes_are_whole_numbers_as_written(tmp_path: Path, yaml_text, words):
-    f = tmp_path / "lab.yml"
+    f = tmp_path / "cluster.yml"
     f.write_text(yaml_text)
     msg = one_line_error(f, required=True)
     for word in words:
@@ -223,7 +223,7 @@ def test_counts_and_sizes_are_whole_numbers_as_written(tmp_path: Path, yaml_text
 def test_heap_is_at_most_half_of_the_memory():
     msg = one_line_error(overrides={"memory_mb": 2048, "kafka_heap_mb": 1025})
     assert msg == (
-        "lab.yml: kafka_heap_mb: 1025 is more than half of memory_mb (2048): the broker heap "
+        "cluster.yml: kafka_heap_mb: 1025 is more than half of memory_mb (2048): the broker heap "
         "may take at most half of a machine's memory; use kafka_heap_mb: 1024 or less, "
         "or memory_mb: 2050 or more"
     )

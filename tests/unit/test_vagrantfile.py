@@ -35,7 +35,7 @@ TOPOLOGIES = [
 
 
 def dump(tmp_path: Path, settings: dict[str, Any], **env: str) -> dict[str, Any]:
-    lab = tmp_path / "lab.yml"
+    lab = tmp_path / "cluster.yml"
     lab.write_text(yaml.safe_dump(settings))
     environ = {"KAFKALAB_TOPOLOGY": str(lab), "KAFKALAB_CACHE": str(tmp_path / "cache"), **env}
     return vagrant.describe({**_clean_env(), **environ})
@@ -125,7 +125,7 @@ def test_box_from_env_or_file(tmp_path: Path) -> None:
 def test_bad_topology_fails_in_one_line(
     tmp_path: Path, settings: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(Exception, match=r"lab\.yml: ") as err:
+    with pytest.raises(Exception, match=r"cluster\.yml: ") as err:
         dump(tmp_path, settings)
     assert message in str(err.value)
     # the CLI refuses the same files (except the VM-only `box` setting)
@@ -133,7 +133,7 @@ def test_bad_topology_fails_in_one_line(
         topology.load(tmp_path / "none.yml", overrides=settings)
 
 
-def test_root_lab_yml_is_the_default() -> None:
+def test_root_cluster_yml_is_the_default() -> None:
     data = vagrant.describe({**_clean_env(), "KAFKALAB_CACHE": "/nonexistent"})
     assert [m["name"] for m in data["machines"]] == [m.name for m in topology.load().machines()]
 
@@ -180,7 +180,7 @@ def test_lab_vagrantfiles_bring_up_what_the_lab_needs(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("vagrant") is None, reason="vagrant missing")
 def test_vagrant_validates(tmp_path: Path) -> None:
     """Vagrant itself accepts the file with both providers' settings."""
-    lab = tmp_path / "lab.yml"
+    lab = tmp_path / "cluster.yml"
     lab.write_text("brokers: 2\nmode: zookeeper\n")
     env = vagrant.env(lab, tmp_path / ".vagrant", box="kafkalab/debian12", driver="qemu")
     env["VAGRANT_HOME"] = str(tmp_path / "vagrant.d")

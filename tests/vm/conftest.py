@@ -95,7 +95,7 @@ def vm_lab() -> Iterator[VmLab]:
     STATE.mkdir(parents=True, exist_ok=True)
     log = STATE / "vagrant.log"
     log.write_text("")
-    lab_file = STATE / "lab.yml"
+    lab_file = STATE / "cluster.yml"
     lab_file.write_text(yaml.safe_dump(TOPOLOGY))
     created_ns = vagrant.ensure_netns()
     env = vagrant.env(
