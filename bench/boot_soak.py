@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafkalab import boot, topology
+from kafkalab import topology
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import boot
+from kafkalab.targets.embedded import EmbeddedCluster
 
 
 def drop_caches() -> None:
@@ -40,7 +41,7 @@ def cgroups_of(pid: int) -> tuple[str, str]:
     return unified, named
 
 
-def one_round(lab: EmbeddedLab, topo: topology.Topology, drop: bool) -> dict[str, Any]:
+def one_round(lab: EmbeddedCluster, topo: topology.Topology, drop: bool) -> dict[str, Any]:
     if drop:
         drop_caches()
     said: list[str] = []
@@ -83,7 +84,7 @@ def main() -> int:
     ns = os.environ.get("KAFKALAB_SOAK_NS", "klsoak")
     os.environ["KAFKALAB_NETNS"] = ns
     with tempfile.TemporaryDirectory(prefix="kafkalab-soak-") as tmp:
-        lab = EmbeddedLab(Path(tmp) / "state")
+        lab = EmbeddedCluster(Path(tmp) / "state")
         topo = topology.load(overrides={"brokers": args.brokers, "extra_hosts": []})
         rounds = []
         try:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import yaml
 
-from kafkalab import box, vagrant
 from kafkalab.paths import repo_root
+from kafkalab.targets import box, vagrant
 
 STATE = repo_root() / ".kafkalab-bench" / "vm"
 BOX_NAME = "kafkalab/debian12"

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, image, render, topology
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, render, topology
 from kafkalab import doctor as doctor_mod
 from kafkalab import spark as spark_mod
 from kafkalab import status as status_mod
@@ -20,8 +20,9 @@ from kafkalab.commands import fault as fault_cmd
 from kafkalab.commands import lab as lab_cmd
 from kafkalab.commands import spark as spark_cmd
 from kafkalab.errors import KafkalabError
-from kafkalab.labstate import one_command
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import image
+from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(
     help="A real Apache Kafka cluster to learn, teach and test on.",
@@ -56,7 +57,7 @@ def up(
     ] = True,
 ) -> None:
     """Boot the lab machines and provision the cluster (again: changes nothing)."""
-    lab = EmbeddedLab()
+    lab = EmbeddedCluster()
     saved = lab.topology()
     overrides = {
         "mode": mode,
@@ -85,7 +86,7 @@ def down(
     purge: Annotated[bool, typer.Option(help="also delete machines, data and the network")] = False,
 ) -> None:
     """Stop the machines (data kept), or remove everything with --purge."""
-    lab = EmbeddedLab()
+    lab = EmbeddedCluster()
     lab.down(purge, render.step)
     if purge:
         # A new lab's topics start at offset 0: old Spark checkpoints would skip records.
@@ -96,7 +97,7 @@ def down(
 @app.command()
 def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
     """Machines, services, node ids and who leads."""
-    data = status_mod.collect(EmbeddedLab())
+    data = status_mod.collect(EmbeddedCluster())
     if json_:
         render.as_json(data)
         return
@@ -138,7 +139,7 @@ def exec_(
     command: Annotated[list[str], typer.Argument(help="command after --")],
 ) -> None:
     """Run a command on a machine (Kafka tools are on its PATH)."""
-    proc = subprocess.run(EmbeddedLab().login_command(host, command))
+    proc = subprocess.run(EmbeddedCluster().login_command(host, command))
     raise typer.Exit(proc.returncode)
 
 
@@ -149,7 +150,7 @@ def shell(
     ] = None,
 ) -> None:
     """A shell on the controller side of the lab network (kafka1:9092 resolves), or on a host."""
-    lab = EmbeddedLab()
+    lab = EmbeddedCluster()
     if host:
         os.execvp("ip", lab.ssh_command(host, ["bash", "-l"], tty=True))
     topo = lab.topology()

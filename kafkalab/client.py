@@ -12,8 +12,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalab import netns
 from kafkalab.errors import KafkalabError
+from kafkalab.targets import netns
 
 
 @dataclass

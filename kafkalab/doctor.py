@@ -9,9 +9,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, boot, image, vagrant
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
+from kafkalab.targets import boot, image, vagrant
 
 
 @dataclass
@@ -88,10 +89,10 @@ def run() -> list[Check]:
 
 def machines() -> list[Check]:
     """How each running machine of this lab booted (its systemd's own answer)."""
-    from kafkalab.targets import EmbeddedLab
+    from kafkalab.targets.embedded import EmbeddedCluster
 
     try:
-        lab = EmbeddedLab()
+        lab = EmbeddedCluster()
         found = boot.states([m for m in lab.machines() if m.running()], timeout=10)
     except KafkalabError as exc:
         return [Check("lab", False, str(exc), "see the message")]

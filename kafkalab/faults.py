@@ -15,9 +15,10 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from kafkalab import inventory, netns
+from kafkalab import inventory
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
 
 DROPIN_DIR = "/run/systemd/system/kafka.service.d"
 DROPIN = f"{DROPIN_DIR}/kafkalab-fault.conf"
@@ -69,7 +70,7 @@ class Healed:
     actions: list[str]
 
 
-def kafka_hosts(lab: EmbeddedLab) -> list[str]:
+def kafka_hosts(lab: EmbeddedCluster) -> list[str]:
     """The lab's hosts that run a Kafka broker or controller, in inventory order."""
     if not lab.inventory_path.exists():
         raise KafkalabError("no lab here yet: run `kafkalab up`")
@@ -77,7 +78,7 @@ def kafka_hosts(lab: EmbeddedLab) -> list[str]:
     return [h for h, hv in hosts.items() if any(g in KAFKA_GROUPS for g in hv["groups"])]
 
 
-def _check_kafka_host(lab: EmbeddedLab, host: str) -> None:
+def _check_kafka_host(lab: EmbeddedCluster, host: str) -> None:
     machine = lab.machine(host)  # raises with the known names
     if host not in kafka_hosts(lab):
         raise KafkalabError(f"{host} runs no Kafka broker or controller; nothing to fault there")
@@ -85,7 +86,7 @@ def _check_kafka_host(lab: EmbeddedLab, host: str) -> None:
         raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
 
 
-def _remote(lab: EmbeddedLab, host: str, action: str, timeout: float = 60) -> str:
+def _remote(lab: EmbeddedCluster, host: str, action: str, timeout: float = 60) -> str:
     if isolated(lab, host):
         # ssh would wait on its shared connection for as long as TCP retries: say it now.
         raise KafkalabError(
@@ -111,37 +112,37 @@ def _remote(lab: EmbeddedLab, host: str, action: str, timeout: float = 60) -> st
     return proc.stdout
 
 
-def kill(lab: EmbeddedLab, host: str) -> None:
+def kill(lab: EmbeddedCluster, host: str) -> None:
     """SIGKILL the broker; systemd leaves it down until `start` or `heal`."""
     _check_kafka_host(lab, host)
     _remote(lab, host, "kill")
 
 
-def stop(lab: EmbeddedLab, host: str) -> None:
+def stop(lab: EmbeddedCluster, host: str) -> None:
     """Clean shutdown (SIGTERM, controlled shutdown); returns when the broker is down."""
     _check_kafka_host(lab, host)
     _remote(lab, host, "stop", timeout=240)  # the unit's TimeoutStopSec is 180 s
 
 
-def start(lab: EmbeddedLab, host: str) -> None:
+def start(lab: EmbeddedCluster, host: str) -> None:
     """Start a killed or stopped broker again (returns at once; it needs a while to join)."""
     _check_kafka_host(lab, host)
     _remote(lab, host, "start")
 
 
-def pause(lab: EmbeddedLab, host: str) -> None:
+def pause(lab: EmbeddedCluster, host: str) -> None:
     """SIGSTOP the broker's JVM: alive for the kernel, silent for everyone else."""
     _check_kafka_host(lab, host)
     _remote(lab, host, "pause")
 
 
-def resume(lab: EmbeddedLab, host: str) -> None:
+def resume(lab: EmbeddedCluster, host: str) -> None:
     """SIGCONT a paused broker."""
     _check_kafka_host(lab, host)
     _remote(lab, host, "resume")
 
 
-def isolate(lab: EmbeddedLab, host: str) -> None:
+def isolate(lab: EmbeddedCluster, host: str) -> None:
     """Cut the machine off the lab network, both directions (its lab-side link goes down)."""
     machine = lab.machine(host)
     if not machine.running():
@@ -149,7 +150,7 @@ def isolate(lab: EmbeddedLab, host: str) -> None:
     netns.link_set(lab.ns, machine.veth, "down")
 
 
-def isolated(lab: EmbeddedLab, host: str) -> bool:
+def isolated(lab: EmbeddedCluster, host: str) -> bool:
     """Whether the machine's lab-side link is administratively down."""
     dev = lab.machine(host).veth
     proc = subprocess.run(
@@ -161,7 +162,7 @@ def isolated(lab: EmbeddedLab, host: str) -> bool:
     return flags is not None and "UP" not in flags.group(1).split(",")
 
 
-def heal(lab: EmbeddedLab, hosts: list[str] | None = None) -> list[Healed]:
+def heal(lab: EmbeddedCluster, hosts: list[str] | None = None) -> list[Healed]:
     """Undo every fault: links up, paused brokers resumed, stopped/killed ones started."""
     names = hosts or [m.name for m in lab.machines()]
     brokers = kafka_hosts(lab)

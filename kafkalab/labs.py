@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from kafkalab import labs_checks, labs_checks_failover  # noqa: F401 (registers its kinds)
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import repo_root, state_dir
 from kafkalab.topology import EXTRA_HOSTS, read_mapping
 
@@ -227,30 +227,6 @@ def labs_root() -> Path:
     return repo_root() / "labs"
 
 
-def _where(err: dict[str, Any]) -> str:
-    loc = err["loc"]
-    parts: list[str] = []
-    for p in loc:
-        if isinstance(p, int):
-            parts[-1:] = [f"{parts[-1]}[{p}]"] if parts else [f"[{p}]"]
-        else:
-            parts.append(str(p))
-    return ".".join(parts) or "lab.yml"
-
-
-def _one_line(exc: ValidationError, source: str) -> str:
-    msgs = []
-    for e in exc.errors():
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown setting"
-        if e["type"] == "literal_error" or e["type"].endswith("_type"):
-            got = repr(e["input"])
-            msg = f"{msg} (got {got if len(got) <= 40 else got[:37] + '...'})"
-        msgs.append(f"{_where(dict(e))}: {msg}")
-    return f"{source}: " + "; ".join(msgs)
-
-
 def load(path: Path) -> Lab:
     """Load and validate one lab folder; every mistake is one KafkalabError line naming it."""
     source = f"{path.name}/lab.yml"
@@ -266,7 +242,8 @@ def load(path: Path) -> Lab:
     try:
         spec = Definition.model_validate(raw)
     except ValidationError as exc:
-        raise KafkalabError(_one_line(exc, source)) from None
+        line = validation_line(exc, whole="lab.yml", indexed=True)
+        raise KafkalabError(f"{source}: {line}") from None
     lab = Lab(m.group(1), path.name, path, spec)
     _cross_check(lab, source)
     return lab

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.render import plural
 
 if TYPE_CHECKING:
@@ -69,12 +69,7 @@ def validate(kind: str, params: dict[str, Any], where: str) -> BaseModel:
     try:
         return KINDS[kind].params(**params)
     except ValidationError as exc:
-        parts = []
-        for e in exc.errors():
-            loc = ".".join(str(p) for p in e["loc"]) or kind
-            msg = "unknown setting" if e["type"] == "extra_forbidden" else e["msg"]
-            parts.append(f"{loc}: {msg.removeprefix('Value error, ')}")
-        raise KafkalabError(f"{where} ({kind}): " + "; ".join(parts)) from None
+        raise KafkalabError(f"{where} ({kind}): {validation_line(exc, whole=kind)}") from None
 
 
 # -- Java's default partitioner, to say where a key lands and why ------------------------

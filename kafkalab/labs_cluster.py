@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalab.errors import KafkalabError
 from kafkalab.labs_quorum import zk_srvr
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.topology import Topology
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class Consumed:
 class LabContext:
     """One lab against one running cluster."""
 
-    cluster: EmbeddedLab
+    cluster: EmbeddedCluster
     topo: Topology
     lab: Lab
     workdir: Path

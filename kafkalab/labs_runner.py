@@ -20,12 +20,13 @@ from typing import IO, Any
 
 from rich.text import Text
 
-from kafkalab import labs, labs_checks, labs_cluster, labs_quorum, netns, render
+from kafkalab import labs, labs_checks, labs_cluster, labs_quorum, render
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import Lab, Progress, Step
 from kafkalab.labs_cluster import QUICK_JVM, LabContext
 from kafkalab.paths import repo_root
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.topology import Topology
 
 UNTIL_TICK = 2.0  # seconds between two looks of an `until` step
@@ -94,8 +95,8 @@ def require(topo: Topology | None, lab: Lab) -> Topology:
     return topo
 
 
-def context(lab: Lab, cluster: EmbeddedLab | None = None) -> LabContext:
-    cluster = cluster or EmbeddedLab()
+def context(lab: Lab, cluster: EmbeddedCluster | None = None) -> LabContext:
+    cluster = cluster or EmbeddedCluster()
     topo = require(cluster.topology(), lab)
     if not netns.exists(cluster.ns):
         raise KafkalabError(f"the lab network {cluster.ns} is gone: run `kafkalab up`")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from kafkalab.errors import KafkalabError
 
 if TYPE_CHECKING:
-    from kafkalab.targets import EmbeddedLab
+    from kafkalab.targets.embedded import EmbeddedCluster
 
 _FIELD = re.compile(r"(\w+): (-?\d+)")
 
@@ -56,7 +56,7 @@ def parse(dump: str, offsets: Iterable[int]) -> dict[int, Writer]:
 
 
 def read_writers(
-    lab: EmbeddedLab, host: str, topic: str, partition: int, offsets: Iterable[int]
+    lab: EmbeddedCluster, host: str, topic: str, partition: int, offsets: Iterable[int]
 ) -> dict[int, Writer]:
     """Dump the partition's segments on `host` (a broker with a replica) and parse them."""
     script = (

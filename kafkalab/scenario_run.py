@@ -19,7 +19,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalab import faults, inventory, logdump, netns, status, verify
+from kafkalab import faults, inventory, logdump, status, verify
 from kafkalab.errors import KafkalabError
 from kafkalab.render import plural
 from kafkalab.scenarios import (
@@ -34,7 +34,8 @@ from kafkalab.scenarios import (
     check_against,
     check_count,
 )
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.topology import Topology
 
 # -- the run ------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ def in_lab_namespace(ns: str) -> None:
 class Runner:
     def __init__(
         self,
-        lab: EmbeddedLab,
+        lab: EmbeddedCluster,
         scenario: Scenario,
         result: Result,
         progress: Callable[[str], None],
@@ -540,7 +541,7 @@ class Runner:
 
 
 def preflight(
-    lab: EmbeddedLab,
+    lab: EmbeddedCluster,
     scenario: Scenario,
     records: int | None = None,
     rate: int | None = None,
@@ -574,7 +575,7 @@ def preflight(
 
 
 def run(
-    lab: EmbeddedLab,
+    lab: EmbeddedCluster,
     scenario: Scenario,
     records: int | None = None,
     rate: int | None = None,

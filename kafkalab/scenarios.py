@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from kafkalab import faults
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, validation_line
 
 Mode = Literal["kraft", "zookeeper"]
 FAULTS = ("kill", "stop", "start", "pause", "resume", "isolate", "heal")
@@ -298,12 +298,7 @@ def _parse(path: Path) -> Scenario:
         return Scenario(**data)
     except ValidationError as exc:
         # A whole-scenario check names the place itself (schedule.2.start: ...).
-        parts = []
-        for e in exc.errors():
-            where = ".".join(str(p) for p in e["loc"])
-            message = e["msg"].removeprefix("Value error, ")
-            parts.append(f"{where}: {message}" if where else message)
-        raise KafkalabError(f"{path.name}: " + "; ".join(parts)) from None
+        raise KafkalabError(f"{path.name}: {validation_line(exc)}") from None
 
 
 def catalog() -> list[Scenario]:

@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalab import artifacts_spark, netns
+from kafkalab import artifacts_spark
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
 
 MASTER_PORT = 7077
 MASTER_WEBUI_PORT = 8080
@@ -71,7 +72,7 @@ logger.kafka.level = error
 class SparkCluster:
     """Where a lab's Spark and Kafka are, as a driver on the controller side sees them."""
 
-    lab: EmbeddedLab
+    lab: EmbeddedCluster
     master_host: str
     master_address: str
     driver_address: str
@@ -97,9 +98,9 @@ class SparkCluster:
         return f"{self.checkpoint_root}/{job}"
 
 
-def cluster(lab: EmbeddedLab | None = None) -> SparkCluster:
+def cluster(lab: EmbeddedCluster | None = None) -> SparkCluster:
     """The Spark cluster of this lab; a clear error when the lab has none."""
-    lab = lab or EmbeddedLab()
+    lab = lab or EmbeddedCluster()
     topo = lab.topology()
     if topo is None:
         raise KafkalabError("no lab here yet: run `kafkalab up --with spark`")
@@ -202,7 +203,7 @@ def submit(
     job: str | Path,
     args: list[str] | None = None,
     *,
-    lab: EmbeddedLab | None = None,
+    lab: EmbeddedCluster | None = None,
     conf: dict[str, str] | None = None,
     stop_after: float | None = None,
     output: Path | None = None,
@@ -239,7 +240,7 @@ def start(
     job: str | Path,
     args: list[str] | None = None,
     *,
-    lab: EmbeddedLab | None = None,
+    lab: EmbeddedCluster | None = None,
     conf: dict[str, str] | None = None,
     output: Path | None = None,
 ) -> subprocess.Popen[bytes]:
@@ -271,7 +272,7 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
         proc.wait(10)
 
 
-def reset(job: str | Path, lab: EmbeddedLab | None = None) -> list[str]:
+def reset(job: str | Path, lab: EmbeddedCluster | None = None) -> list[str]:
     """Forget a job's progress: delete its checkpoint here and on every worker."""
     sc = cluster(lab)
     name = job_name(resolve_job(job))

@@ -6,9 +6,10 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafkalab import boot, client, inventory, netns
+from kafkalab import client, inventory
 from kafkalab.labs_quorum import zk_srvr
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import boot, netns
+from kafkalab.targets.embedded import EmbeddedCluster
 
 SERVICES = {
     "kafka_broker": "kafka",
@@ -25,7 +26,7 @@ def zk_mode(address: str, timeout: float = 2.0) -> str | None:
     return zk_srvr(address, timeout).get("Mode")
 
 
-def _run(lab: EmbeddedLab, name: str, command: list[str], timeout: float = 60) -> str:
+def _run(lab: EmbeddedCluster, name: str, command: list[str], timeout: float = 60) -> str:
     try:
         proc = subprocess.run(
             lab.login_command(name, command), capture_output=True, text=True, timeout=timeout
@@ -35,7 +36,7 @@ def _run(lab: EmbeddedLab, name: str, command: list[str], timeout: float = 60) -
     return proc.stdout
 
 
-def quorum_leader(lab: EmbeddedLab, via: str, bootstrap: str) -> int | None:
+def quorum_leader(lab: EmbeddedCluster, via: str, bootstrap: str) -> int | None:
     """The active KRaft controller's node id, from kafka-metadata-quorum.sh."""
     out = _run(
         lab,
@@ -54,7 +55,7 @@ def quorum_leader(lab: EmbeddedLab, via: str, bootstrap: str) -> int | None:
     return None
 
 
-def collect(lab: EmbeddedLab) -> dict[str, Any]:
+def collect(lab: EmbeddedCluster) -> dict[str, Any]:
     """Status as data (the table and --json both come from this)."""
     topo = lab.topology()
     if topo is None or not lab.inventory_path.exists():

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import repo_root
 
 # 3.9 is the last Kafka line with both KRaft and ZooKeeper; the launchers and roles
@@ -152,18 +152,7 @@ class Machine:
     node_id: int | None = None
 
 
-def _one_line(err: ValidationError, source: str) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "topology"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "literal_error" or e["type"].endswith("_type"):
-            got = repr(e["input"])
-            msg = f"{msg} (got {got if len(got) <= 40 else got[:37] + '...'})"
-        if e["type"] == "extra_forbidden":
-            msg = "unknown setting (see cluster.yml for the settings there are)"
-        parts.append(f"{loc}: {msg}")
-    return f"{source}: " + "; ".join(parts)
+UNKNOWN_SETTING = "unknown setting (see cluster.yml for the settings there are)"
 
 
 def read_mapping(path: Path, source: str, what: str, shape: str) -> dict[str, Any]:
@@ -230,4 +219,5 @@ def load(
     try:
         return Topology.model_validate(data)
     except ValidationError as exc:
-        raise KafkalabError(_one_line(exc, path.name)) from None
+        line = validation_line(exc, whole="topology", unknown=UNKNOWN_SETTING)
+        raise KafkalabError(f"{path.name}: {line}") from None

@@ -21,8 +21,9 @@ from typing import Any
 
 import pytest
 
-from kafkalab import inventory, netns
+from kafkalab import inventory
 from kafkalab.paths import repo_root
+from kafkalab.targets import netns
 
 # testinfra's ansible backend calls ansible-inventory: use the venv's.
 os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
-from kafkalab import box, render
+from kafkalab import render
 from kafkalab.errors import KafkalabError
+from kafkalab.targets import box
 
 app = typer.Typer(
     help="The Vagrant libvirt box, built from Debian packages: build, add, path.",

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 import typer
 
 from kafkalab import faults, render, scenario_run, scenarios
-from kafkalab.labstate import one_command
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.statedir import one_command
 
 fault_app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
 scenario_app = typer.Typer(
@@ -25,7 +25,7 @@ Host = Annotated[str, typer.Argument(help="a Kafka machine, e.g. kafka2")]
 @one_command
 def kill(host: Host) -> None:
     """SIGKILL the broker; systemd restarts nothing until `fault start` or `fault heal`."""
-    faults.kill(EmbeddedLab(), host)
+    faults.kill(EmbeddedCluster(), host)
     render.ok(f"{host}: broker killed (SIGKILL); it stays down until `kafkalab fault heal`")
 
 
@@ -33,7 +33,7 @@ def kill(host: Host) -> None:
 @one_command
 def stop(host: Host) -> None:
     """Clean shutdown of the broker (SIGTERM: leadership moves first)."""
-    faults.stop(EmbeddedLab(), host)
+    faults.stop(EmbeddedCluster(), host)
     render.ok(f"{host}: broker stopped cleanly; `kafkalab fault start {host}` brings it back")
 
 
@@ -41,7 +41,7 @@ def stop(host: Host) -> None:
 @one_command
 def start(host: Host) -> None:
     """Start a killed or stopped broker again."""
-    faults.start(EmbeddedLab(), host)
+    faults.start(EmbeddedCluster(), host)
     render.ok(f"{host}: broker starting (it rejoins the ISR once it has caught up)")
 
 
@@ -54,7 +54,7 @@ def pause(
     ] = None,
 ) -> None:
     """SIGSTOP the broker (SIGCONT after --for, or at `fault resume`/`fault heal`)."""
-    lab = EmbeddedLab()
+    lab = EmbeddedCluster()
     seconds = faults.parse_duration(for_) if for_ is not None else None
     faults.pause(lab, host)
     if seconds is None:
@@ -72,7 +72,7 @@ def pause(
 @one_command
 def resume(host: Host) -> None:
     """SIGCONT a paused broker."""
-    faults.resume(EmbeddedLab(), host)
+    faults.resume(EmbeddedCluster(), host)
     render.ok(f"{host}: broker resumed (SIGCONT)")
 
 
@@ -80,7 +80,7 @@ def resume(host: Host) -> None:
 @one_command
 def isolate(host: Host) -> None:
     """Cut the machine off the lab network, both directions (`fault heal` undoes it)."""
-    faults.isolate(EmbeddedLab(), host)
+    faults.isolate(EmbeddedCluster(), host)
     render.ok(f"{host}: isolated from the lab network; `kafkalab fault heal` reconnects it")
 
 
@@ -90,7 +90,7 @@ def heal(
     hosts: Annotated[list[str] | None, typer.Argument(help="machines; default: all")] = None,
 ) -> None:
     """Undo every fault: reconnect, resume, start what was killed or stopped."""
-    for h in faults.heal(EmbeddedLab(), hosts or None):
+    for h in faults.heal(EmbeddedCluster(), hosts or None):
         render.ok(f"{h.host}: {', '.join(h.actions)}" if h.actions else f"{h.host}: no fault")
 
 
@@ -130,7 +130,7 @@ def run(
     """Run a scenario against the lab and give the verdict (exit 1 when it fails)."""
     scenario = scenarios.load(name)
     result = scenario_run.run(
-        EmbeddedLab(),
+        EmbeddedCluster(),
         scenario,
         records=records,
         rate=rate,

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from kafkalab import labs_runner, render
-from kafkalab.labstate import one_command
+from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(help="Labs for learners: list, start, check, solve, reset.", no_args_is_help=True)
 

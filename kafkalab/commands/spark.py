@@ -8,10 +8,11 @@ from typing import Annotated
 
 import typer
 
-from kafkalab import artifacts_ksqldb, artifacts_spark, netns, render, streaming
+from kafkalab import artifacts_ksqldb, artifacts_spark, render, streaming
 from kafkalab import spark as spark_mod
 from kafkalab.errors import KafkalabError
-from kafkalab.labstate import one_command
+from kafkalab.targets import netns
+from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(
     help="Spark on the lab: fetch the artifact, submit PySpark jobs, status, checks.",

@@ -30,9 +30,10 @@ from typing import Any
 
 import yaml
 
-from kafkalab import artifacts, image
+from kafkalab import artifacts
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root, repo_root
+from kafkalab.targets import image
 
 RECIPE = "images/box-libvirt.yml"
 # Bump when the disk layout below changes: it is part of the cache key.

@@ -1,15 +1,17 @@
-"""The embedded target: a lab of nspawn machines in kafkalab's own network namespace."""
+"""The embedded target: a cluster of nspawn machines in kafkalab's own network namespace.
+
+What boots a machine is kafkalab.targets.machines (and .boot, .rootfs), the network
+.netns, how kafkalab reaches a machine .ssh, the state dir .statedir; this module puts
+them together for `up`, `down` and whoever needs a machine of the cluster.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import ipaddress
 import os
 import shlex
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,27 +20,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kafkalab import (
-    artifacts,
-    artifacts_ksqldb,
-    artifacts_spark,
-    boot,
-    image,
-    inventory,
-    labstate,
-    netns,
-    provision,
-)
-from kafkalab.errors import KafkalabError
-from kafkalab.machines import EmbeddedMachine, stop_all, wait_ssh
+from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, inventory
+from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
+from kafkalab.targets import boot, image, netns, provision, ssh, statedir
+from kafkalab.targets.machines import EmbeddedMachine, stop_all, wait_ssh
 from kafkalab.topology import Topology
 
-SSH_ARGS = (
-    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
-    "-o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
-)
-# Settings that cannot change under an existing lab without losing its data.
+# Settings that cannot change under an existing cluster without losing its data.
 FIXED = ("mode", "network", "controllers")
 
 
@@ -49,18 +38,18 @@ class UpResult:
     recap: provision.Recap
 
 
-class EmbeddedLab:
-    """One lab: its state dir, namespace, machines and generated inventory."""
+class EmbeddedCluster:
+    """One cluster: its state dir, namespace, machines and generated inventory."""
 
     def __init__(self, state: Path | None = None) -> None:
         self.state = state or state_dir()
         try:
             saved = self._saved()
-        except labstate.LabStateDamaged:
-            saved = {}  # said by every use of the lab but `down --purge`, the way out
+        except statedir.StateDamaged:
+            saved = {}  # said by every use of the cluster but `down --purge`, the way out
         env = os.environ.get("KAFKALAB_NETNS")
         self.ns: str = netns.check_name(env) if env else saved.get("netns") or "kafkalab"
-        # `up` decides (it made the namespace, or the saved lab says it did); `_save`
+        # `up` decides (it made the namespace, or the saved cluster says it did); `_save`
         # records the claim in the namespace's own marker, which is what `down` trusts.
         self._owns_ns: bool = saved.get("owns_netns", False)
 
@@ -76,24 +65,12 @@ class EmbeddedLab:
 
     @property
     def control_dir(self) -> Path:
-        """This lab's ssh connection-sharing sockets (never shared with another lab).
-
-        Unix socket paths are limited to 108 bytes and ssh appends a 40-character hash
-        plus a random suffix, so the sockets live under a short per-user /tmp directory
-        keyed by a hash of the lab's state path, not inside the (possibly deep) state dir.
-        """
-        digest = hashlib.sha1(str(self.state.resolve()).encode()).hexdigest()[:12]
-        base = Path(tempfile.gettempdir()) / f"kafkalab-{os.getuid()}"
-        base.mkdir(mode=0o700, exist_ok=True)
-        if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
-            raise KafkalabError(f"{base} must be a private directory owned by you (mode 700)")
-        path = base / digest
-        path.mkdir(mode=0o700, exist_ok=True)
-        return path
+        """This cluster's ssh connection-sharing sockets (kafkalab.targets.ssh)."""
+        return ssh.control_dir(self.state)
 
     def _saved(self) -> dict[str, Any]:
         """lab.json ({} before the first `up`); a damaged one raises, with the way out."""
-        return labstate.read_lab(self.state / "lab.json")
+        return statedir.read_saved(self.state / "lab.json")
 
     def topology(self) -> Topology | None:
         saved = self._saved().get("topology")
@@ -102,9 +79,8 @@ class EmbeddedLab:
         try:
             return Topology(**saved)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(part) for part in err["loc"]) or "topology"
-            raise labstate.damaged(self.state / "lab.json", f"{where}: {err['msg']}") from None
+            why = validation_line(exc, whole="topology")
+            raise statedir.damaged(self.state / "lab.json", why) from None
 
     def machines(self, topo: Topology | None = None) -> list[EmbeddedMachine]:
         topo = topo or self.topology()
@@ -125,7 +101,7 @@ class EmbeddedLab:
     def check_compatible(self, topo: Topology) -> None:
         """Refuse, before anything is touched, a change that would need new storage, change
         a running ZooKeeper ensemble or KRaft voter set, or leave a machine running outside
-        the lab: that is `down --purge` first. (Other Kafka 3.9.x versions are fine: the
+        the cluster: that is `down --purge` first. (Other Kafka 3.9.x versions are fine: the
         role switches releases with a rolling restart.)"""
         old = self.topology()
         if old is None:
@@ -176,7 +152,7 @@ class EmbeddedLab:
         self._ensure_key()
         machines = self.machines(topo)
         hosts = {m.name: m.address for m in machines}
-        # A namespace someone else made (a test harness running inside it) outlives the lab.
+        # A namespace someone else made (a test harness running inside it) outlives the cluster.
         self._owns_ns = self._saved().get("owns_netns", not netns.exists(self.ns))
         netns.ensure(self.ns, topo.gateway(), hosts)
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
@@ -185,15 +161,7 @@ class EmbeddedLab:
         self._boot(machines, base, topo, progress)
         data = inventory.build(
             topo,
-            {
-                "ansible_user": "vagrant",
-                "ansible_become": True,
-                "ansible_ssh_private_key_file": str(self.key),
-                # Every lab uses the same addresses in its own namespace: ssh connection
-                # sharing must never cross labs, so each lab has its own socket dirs.
-                "ansible_ssh_common_args": f"{SSH_ARGS} -o ControlPath={self.control_dir}/%C",
-                "ansible_control_path_dir": str(self.control_dir / "ansible"),
-            },
+            ssh.ansible_vars(self.key, self.control_dir),
             archive,
             archives=extra_archives,
         )
@@ -210,7 +178,7 @@ class EmbeddedLab:
         return UpResult(recap.changed, time.monotonic() - start, recap)
 
     def start_machines(self, names: list[str] | None = None) -> None:
-        """Boot stopped machines again without provisioning (fault heal, lab reset)."""
+        """Boot stopped machines again without provisioning (fault heal, a lab's reset)."""
         topo = self.topology()
         if topo is None:
             raise KafkalabError("no lab here yet: run `kafkalab up`")
@@ -226,7 +194,7 @@ class EmbeddedLab:
     ) -> None:
         """Mount, personalise and start machines, wait until each one's boot is over and
         clean (a bad boot is reported and the machine rebooted once), then for its sshd.
-        Machines already running are checked too: a second `up` repairs a stuck lab."""
+        Machines already running are checked too: a second `up` repairs a stuck cluster."""
         prefix = ipaddress.ip_network(topo.network).prefixlen
         pubkey = self.key.with_suffix(".pub").read_text()
 
@@ -259,28 +227,10 @@ class EmbeddedLab:
         wait_ssh(self.ns, machines, login=self._login_probe)
 
     def _login_probe(self, m: EmbeddedMachine) -> list[str]:
-        """One ssh login as vagrant that runs `true`, outside the shared connections (it
-        must not leave a master behind) and with ssh's own messages kept."""
-        cmd = ["ssh", *SSH_ARGS.replace("LogLevel=ERROR", "LogLevel=INFO").split()]
-        cmd += ["-i", str(self.key), "-o", "ControlPath=none", "-o", "BatchMode=yes", "-T"]
-        return netns.wrap(self.ns, [*cmd, f"vagrant@{m.address}", "true"])
+        return ssh.login_probe(self.ns, self.key, m.address)
 
     def _forget_ssh_connections(self) -> None:
-        """Drop the shared ssh connections (ours and Ansible's) of this lab. A master
-        connection to a machine that was stopped is dead, but its socket stays for its
-        ControlPersist time and a new ssh would try to use it ("Data could not be sent")."""
-        for sock in self.control_dir.rglob("*"):
-            if not sock.is_socket():
-                continue
-            # Stop the master itself: left running, it would exit later and unlink the
-            # socket of the new master that took its path.
-            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                subprocess.run(
-                    ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "kafkalab-stale-master"],
-                    capture_output=True,
-                    timeout=10,
-                )
-            sock.unlink(missing_ok=True)
+        ssh.forget_connections(self.control_dir)
 
     @staticmethod
     def _extra_archives(topo: Topology, progress: Callable[[str], None]) -> dict[str, Path]:
@@ -294,15 +244,15 @@ class EmbeddedLab:
         return found
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:
-        """Stop the machines; with `purge`, remove what the lab made and nothing else: its
+        """Stop the machines; with `purge`, remove what the cluster made and nothing else: its
         machines, its namespace if it made it, its state dir if kafkalab made that. A
         damaged lab.json does not stop a purge (the machines are the dirs under machines/)."""
         if purge:
-            labstate.check_ours(self.state)
+            statedir.check_ours(self.state)
         try:
             saved = self._saved()
             machines = self.machines()
-        except labstate.LabStateDamaged:
+        except statedir.StateDamaged:
             if not purge:
                 raise
             saved, machines = {}, []
@@ -318,7 +268,7 @@ class EmbeddedLab:
             return
         for m in machines:
             m.unmount()
-        mounted = labstate.mounts_under(self.state)
+        mounted = statedir.mounts_under(self.state)
         if mounted:
             raise KafkalabError(
                 f"{mounted[0]} is still mounted, so {self.state} is not removed: "
@@ -337,8 +287,8 @@ class EmbeddedLab:
         return [EmbeddedMachine(p.name, "", p) for p in homes if p.name not in known]
 
     def _delete_netns(self, saved: dict[str, Any], progress: Callable[[str], None]) -> None:
-        """Delete the namespaces this lab made: the claim under /etc/netns names this lab.
-        A lab saved before claims existed (its lab.json says it made its namespace, and
+        """Delete the namespaces this cluster made: the claim under /etc/netns names it.
+        A cluster saved before claims existed (its lab.json says it made its namespace, and
         the namespace has no claim of anyone's) deletes the namespace it saved, as before."""
         for ns in dict.fromkeys(n for n in (self.ns, saved.get("netns")) if n):
             legacy = (
@@ -390,15 +340,15 @@ class EmbeddedLab:
 
     def _save(self, topo: Topology) -> None:
         self.state.mkdir(parents=True, exist_ok=True)
-        labstate.mark(self.state)
+        statedir.mark(self.state)
         if self._owns_ns:
             self._owns_ns = self._claim_netns()
         data = {"netns": self.ns, "owns_netns": self._owns_ns, "topology": topo.model_dump()}
-        labstate.write_json(self.state / "lab.json", data)
+        statedir.write_json(self.state / "lab.json", data)
 
     def _claim_netns(self) -> bool:
-        """Record under /etc/netns that this lab owns its namespace (it made it); False
-        when another lab's claim on the very same namespace stands."""
+        """Record under /etc/netns that this cluster owns its namespace (it made it); False
+        when another cluster's claim on the very same namespace stands."""
         if not netns.exists(self.ns):
             return True  # nothing to claim: `up` saves after it made the namespace
         claimed = netns.owner(self.ns)
@@ -414,11 +364,6 @@ class EmbeddedLab:
         return self.ssh_command(name, ["bash", "-lc", shlex.join(command)])
 
     def ssh_command(self, name: str, command: list[str], tty: bool = False) -> list[str]:
-        """An ssh call to a machine, run inside the lab namespace."""
-        m = self.machine(name)
-        cmd = ["ssh", *SSH_ARGS.split(), "-i", str(self.key), "-o", "ControlMaster=auto"]
-        cmd += ["-o", "ControlPersist=30s", "-o", f"ControlPath={self.control_dir}/%C"]
-        cmd += ["-t"] if tty else ["-T"]
-        # ssh joins its words for the remote shell to split again: quote each one.
-        cmd += [f"vagrant@{m.address}", "--", shlex.join(command)]
-        return netns.wrap(self.ns, cmd)
+        """An ssh call to a machine, run inside the cluster's namespace."""
+        address = self.machine(name).address
+        return ssh.command(self.ns, self.key, self.control_dir, address, command, tty)

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import netns, rootfs
 from kafkalab.errors import KafkalabError
+from kafkalab.targets import netns, rootfs
 
 # After `ip netns exec` remounts /sys, the cgroup mounts are gone; PID 1 here is
 # not systemd, so nspawn neither registers nor makes its own scope. So the launcher

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalab import netns
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
+from kafkalab.targets import netns
 
 RECAP = re.compile(
     r"^(?P<host>\S+)\s*:\s*ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+"

@@ -1,10 +1,11 @@
-"""A lab's state directory: whose it is, who works on it now, and lab.json.
+"""A cluster's state directory: whose it is, who works on it now, and lab.json (the saved
+cluster: its topology and network namespace).
 
 - The marker `<state>/.kafkalab-lab` says kafkalab made the directory, so `down --purge`
   may delete it. A directory kafkalab wrote before the marker existed (it holds a
-  lab.json with a "topology" and a "netns") counts as a lab too: the next command that
+  lab.json with a "topology" and a "netns") counts as a cluster's too: the next command that
   changes it marks it.
-- One command at a time per lab: `exclusive(state)` holds an flock on
+- One command at a time per cluster: `exclusive(state)` holds an flock on
   `<state>/.kafkalab-lock` (re-entrant within a process, refused at once across
   processes, naming the holder). `locked(path)` is the same lock for any file, e.g. an
   artifact in the cache while it is built.
@@ -28,9 +29,9 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from kafkalab import netns
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import state_dir
+from kafkalab.targets import netns
 
 MARKER = ".kafkalab-lab"
 LOCK = ".kafkalab-lock"
@@ -41,7 +42,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-class LabStateDamaged(KafkalabError):
+class StateDamaged(KafkalabError):
     """lab.json cannot be read; `down --purge` still works (it needs none of it)."""
 
 
@@ -52,15 +53,15 @@ class Busy(KafkalabError):
 # -- lab.json -------------------------------------------------------------------------------
 
 
-def damaged(path: Path, why: str) -> LabStateDamaged:
-    return LabStateDamaged(
+def damaged(path: Path, why: str) -> StateDamaged:
+    return StateDamaged(
         f"{path} is damaged ({why}): run `kafkalab down --purge` (it deletes this lab's "
         "machines and data), then `kafkalab up` for a new lab"
     )
 
 
-def read_lab(path: Path) -> dict[str, Any]:
-    """The saved lab ({} when there is none); LabStateDamaged when it is not what
+def read_saved(path: Path) -> dict[str, Any]:
+    """The saved cluster ({} when there is none); StateDamaged when it is not what
     kafkalab writes: an object with a topology, a valid netns name and owns_netns."""
     try:
         text = path.read_text()
@@ -124,16 +125,16 @@ def mark(state: Path) -> None:
 
 
 def is_legacy(state: Path) -> bool:
-    """A lab saved by a kafkalab from before the marker: its lab.json is kafkalab's own."""
+    """A cluster saved by a kafkalab from before the marker: its lab.json is kafkalab's own."""
     try:
-        return bool(read_lab(state / "lab.json"))
-    except LabStateDamaged:
+        return bool(read_saved(state / "lab.json"))
+    except StateDamaged:
         return False
 
 
 def check_ours(state: Path) -> None:
     """Refuse a state directory kafkalab did not make: it holds something, but neither the
-    marker nor a lab.json of kafkalab's. An absent or empty one is fine (a new lab)."""
+    marker nor a lab.json of kafkalab's. An absent or empty one is fine (a new cluster)."""
     if not state.exists():
         return
     if not state.is_dir():
@@ -284,9 +285,9 @@ def _release(fd: int, path: Path, remove_dirs_up_to: Path | None) -> None:
 
 @contextlib.contextmanager
 def exclusive(state: Path) -> Iterator[None]:
-    """The lab at `state`, for one command: refuse a directory kafkalab did not make, hold
-    the lab's lock (another command on the lab is refused at once), mark a new lab. What a
-    refused or failed command on a new lab made (the directory, the marker) is removed."""
+    """The cluster at `state`, for one command: refuse a directory kafkalab did not make,
+    hold its lock (another command on the cluster is refused at once), mark a new one. What
+    a refused or failed command on a new cluster made (the directory, the marker) is removed."""
     check_ours(state)
     missing = state
     while not missing.parent.exists() and missing.parent != missing:
@@ -307,7 +308,7 @@ def exclusive(state: Path) -> Iterator[None]:
 
 
 def one_command(fn: Callable[P, R]) -> Callable[P, R]:
-    """A CLI command that changes the lab: it runs under `exclusive(state_dir())`."""
+    """A CLI command that changes the cluster: it runs under `exclusive(state_dir())`."""
 
     @wraps(fn)
     def command(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
-from kafkalab import netns
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
+from kafkalab.targets import netns
 
 NETNS = os.environ.get("KAFKALAB_VM_NETNS", "klvm")
 DAEMONS = ("virtlogd", "libvirtd")  # virtlogd first: libvirtd hands it the VMs' consoles

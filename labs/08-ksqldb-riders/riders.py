@@ -22,7 +22,7 @@ import time
 from kafkalab import artifacts_ksqldb
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming_ksqldb import KsqlClient
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets.embedded import EmbeddedCluster
 
 CREATE_STREAM = """
     CREATE STREAM rider_locations (profileId VARCHAR, latitude DOUBLE, longitude DOUBLE)
@@ -70,9 +70,9 @@ DROP = [
 ]
 
 
-def server_url(lab: EmbeddedLab | None = None) -> str:
+def server_url(lab: EmbeddedCluster | None = None) -> str:
     """The lab's ksqlDB REST endpoint; a clear error when the lab has none."""
-    topo = (lab or EmbeddedLab()).topology()
+    topo = (lab or EmbeddedCluster()).topology()
     hosts = [m for m in (topo.machines() if topo else []) if "ksqldb" in m.groups]
     if hosts:
         return f"http://{hosts[0].address}:8088"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalab import client, logdump
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets.embedded import EmbeddedCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.parametrize("cluster", ["kraft"], indirect=True)]
 
@@ -23,7 +23,7 @@ def test_the_log_names_the_producer_epoch_and_sequence_of_each_record(cluster):
     host = next(h for h, hv in cluster.hosts.items() if hv.get("kafka_node_id") == leader)
 
     offsets = [o for _p, o, _k in idempotent + plain]
-    writers = logdump.read_writers(EmbeddedLab(cluster.state), host, topic, 0, offsets)
+    writers = logdump.read_writers(EmbeddedCluster(cluster.state), host, topic, 0, offsets)
 
     first = [writers[o] for _p, o, _k in idempotent]
     assert first[0].producer_id >= 0

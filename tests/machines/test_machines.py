@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import boot
-from kafkalab.machines import EmbeddedMachine
 from kafkalab.paths import repo_root
+from kafkalab.targets import boot
+from kafkalab.targets.machines import EmbeddedMachine
 from tests.conftest import PREFIX
 
 pytestmark = pytest.mark.cluster

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts, netns, topology
+from kafkalab import artifacts, topology
 from kafkalab.paths import repo_root
+from kafkalab.targets import netns
 
 pytestmark = pytest.mark.molecule
 BIN = Path(sys.executable).parent

@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts_ksqldb, artifacts_spark, netns
+from kafkalab import artifacts_ksqldb, artifacts_spark
 from kafkalab import spark as spark_mod
 from kafkalab.paths import repo_root
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
 
 PREFIX = os.environ.get("KAFKALAB_TEST_NS", "kltest")
 NETNS = f"{PREFIX}-spark"
@@ -39,7 +40,7 @@ class StreamingLab:
     ns: str
     state: Path
     env: dict[str, str]
-    lab: EmbeddedLab
+    lab: EmbeddedCluster
     timings: dict[str, float] = field(default_factory=dict)
     mode: str = "kraft"
 
@@ -87,7 +88,7 @@ def streaming_lab() -> Iterator[StreamingLab]:
     started = time.monotonic()
     artifacts_spark.resolve_spark()  # outside the lab network: may fetch from PyPI/Maven
     fetched = time.monotonic() - started
-    lab = StreamingLab(NETNS, state, env, EmbeddedLab(state))
+    lab = StreamingLab(NETNS, state, env, EmbeddedCluster(state))
     lab.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     spark_mod.forget_checkpoints(NETNS)
     try:
@@ -95,7 +96,7 @@ def streaming_lab() -> Iterator[StreamingLab]:
         extra = "spark,ksqldb" if artifacts_ksqldb.cached() else "spark"
         lab.kafkalab("up", "--mode", "kraft", "--brokers", str(BROKERS), "--with", extra)
         lab.timings = {"spark artifact": fetched, "lab up": time.monotonic() - started}
-        lab.lab = EmbeddedLab(state)
+        lab.lab = EmbeddedCluster(state)
         lab.lab.ns = NETNS
         netns.enter(NETNS)
         yield lab

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafkalab import box, image
 from kafkalab.paths import repo_root
+from kafkalab.targets import box, image
 
 
 def test_box_recipe_extends_the_base() -> None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kafkalab import netns
+from kafkalab.targets import netns
 
 
 def kafkalab(tmp_path, *args):
@@ -87,8 +87,10 @@ def test_clients_refuse_the_host_namespace():
 # `up` that gets past every check prints the lab's machines and exits 3 instead.
 GUARDED = """
 import json, os, sys
-from kafkalab import artifacts, image, netns
-from kafkalab.targets import EmbeddedLab
+from kafkalab import artifacts
+from kafkalab.targets import image
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
 
 def touched(*_args, **_kwargs):
     print("touched", file=sys.stderr)
@@ -101,7 +103,7 @@ def up(self, topo, progress, provision_hosts=True):
     print(json.dumps({m.name: m.address for m in topo.machines()}))
     raise SystemExit(3)
 
-EmbeddedLab.up = up
+EmbeddedCluster.up = up
 sys.argv = ["kafkalab", *sys.argv[1:]]
 from kafkalab.cli import main
 main()
@@ -129,11 +131,11 @@ def one_error_line(proc) -> str:
 
 
 def saved_lab(tmp_path, monkeypatch, **settings):
-    from kafkalab.targets import EmbeddedLab
+    from kafkalab.targets.embedded import EmbeddedCluster
     from kafkalab.topology import Topology
 
     monkeypatch.setenv("KAFKALAB_NETNS", "klbadinput")
-    lab = EmbeddedLab(tmp_path / "state")
+    lab = EmbeddedCluster(tmp_path / "state")
     lab._save(Topology(**settings))
     return {p: p.read_bytes() for p in lab.state.rglob("*") if p.is_file()}
 

@@ -4,7 +4,7 @@ import subprocess
 import threading
 import time
 
-from kafkalab import image
+from kafkalab.targets import image
 
 
 def test_recipe_is_debian_only_and_target_neutral():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import labstate
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import statedir
+from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.topology import Topology
 
 NS = f"kltest-state-{os.getpid()}"  # never made: these labs have no namespace
@@ -44,7 +44,7 @@ def saved_lab(state: Path, *, marker: bool, owns: bool = False, ns: str = NS) ->
     data = {"netns": ns, "owns_netns": owns, "topology": Topology(brokers=1).model_dump()}
     (state / "lab.json").write_text(json.dumps(data))
     if marker:
-        labstate.mark(state)
+        statedir.mark(state)
     return state
 
 
@@ -71,7 +71,7 @@ def test_purge_refuses_a_directory_kafkalab_did_not_make(tmp_path):
     assert (home / "thesis.tex").read_text() == "years of work\n"
     assert sorted(p.name for p in home.iterdir()) == ["thesis.tex"]  # no lock, no marker left
     with pytest.raises(KafkalabError, match="not a kafkalab lab"):
-        EmbeddedLab(home).down(True, quiet)
+        EmbeddedCluster(home).down(True, quiet)
     assert (home / "thesis.tex").exists()
     # up is refused the same way, before anything is made in it
     error_line(kafkalab(home, "up", "--no-provision"))
@@ -83,12 +83,12 @@ def test_purge_refuses_a_damaged_lab_json_without_marker(tmp_path):
     state.mkdir()
     (state / "lab.json").write_text('{"netns": "kafka')
     line = error_line(kafkalab(state, "down", "--purge"))
-    assert "not a kafkalab lab" in line and f"touch {state / labstate.MARKER}" in line
+    assert "not a kafkalab lab" in line and f"touch {state / statedir.MARKER}" in line
     assert (state / "lab.json").exists()
 
 
 def test_purge_of_an_absent_or_empty_directory_is_fine(tmp_path):
-    EmbeddedLab(tmp_path / "never").down(True, quiet)
+    EmbeddedCluster(tmp_path / "never").down(True, quiet)
     assert not (tmp_path / "never").exists()
     (tmp_path / "empty").mkdir()
     proc = kafkalab(tmp_path / "empty", "down", "--purge")
@@ -109,8 +109,8 @@ def test_a_lab_saved_before_the_marker_counts_as_ours(tmp_path):
     """Legacy: a lab.json kafkalab wrote (topology and netns) stands in for the marker."""
     state = saved_lab(tmp_path / "legacy", marker=False)
     (state / "ssh").mkdir()
-    assert labstate.is_legacy(state)
-    labstate.check_ours(state)
+    assert statedir.is_legacy(state)
+    statedir.check_ours(state)
     proc = kafkalab(state, "down", "--purge")
     assert proc.returncode == 0, proc.stderr
     assert not state.exists()
@@ -118,15 +118,15 @@ def test_a_lab_saved_before_the_marker_counts_as_ours(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "lab.json").write_text('{"name": "my lab notes"}')
-    assert not labstate.is_legacy(other)
+    assert not statedir.is_legacy(other)
     with pytest.raises(KafkalabError, match="not a kafkalab lab"):
-        labstate.check_ours(other)
+        statedir.check_ours(other)
 
 
 def test_first_save_marks_the_directory(tmp_path):
-    lab = EmbeddedLab(tmp_path / "state")
+    lab = EmbeddedCluster(tmp_path / "state")
     lab._save(Topology())
-    assert (tmp_path / "state" / labstate.MARKER).is_file()
+    assert (tmp_path / "state" / statedir.MARKER).is_file()
     assert lab._saved()["owns_netns"] is False  # nothing claimed without `up` making it
 
 
@@ -141,9 +141,9 @@ def test_purge_does_not_cross_a_mount(tmp_path):
         (inside / "precious").write_text("x")
         # the machine's own unmount is not enough when something else is mounted there too
         subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(inside)], check=True)
-        assert labstate.mounts_under(state) == [inside, inside]
+        assert statedir.mounts_under(state) == [inside, inside]
         with pytest.raises(KafkalabError, match=r"is still mounted.*umount"):
-            EmbeddedLab(state).down(True, quiet)
+            EmbeddedCluster(state).down(True, quiet)
         assert state.exists()
     finally:
         while os.path.ismount(inside):
@@ -155,13 +155,13 @@ def test_purge_does_not_cross_a_mount(tmp_path):
 
 def test_lab_json_is_replaced_atomically(tmp_path, monkeypatch):
     path = tmp_path / "lab.json"
-    labstate.write_json(path, {"v": 1})
+    statedir.write_json(path, {"v": 1})
     assert json.loads(path.read_text()) == {"v": 1}
     with pytest.raises(TypeError):
-        labstate.write_json(path, {"v": object()})  # fails half-way through the dump
+        statedir.write_json(path, {"v": object()})  # fails half-way through the dump
     monkeypatch.setattr(os, "replace", lambda *_a: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError, match="disk full"):
-        labstate.write_json(path, {"v": 2})
+        statedir.write_json(path, {"v": 2})
     assert json.loads(path.read_text()) == {"v": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["lab.json"]  # no temp file left
 
@@ -180,15 +180,15 @@ def test_lab_json_is_replaced_atomically(tmp_path, monkeypatch):
 def test_a_damaged_lab_json_is_one_line_with_the_way_out(tmp_path, text, why):
     state = tmp_path / "state"
     state.mkdir()
-    labstate.mark(state)
+    statedir.mark(state)
     (state / "lab.json").write_text(text)
-    lab = EmbeddedLab(state)  # `down --purge` needs it: making one must not fail
-    with pytest.raises(labstate.LabStateDamaged) as err:
+    lab = EmbeddedCluster(state)  # `down --purge` needs it: making one must not fail
+    with pytest.raises(statedir.StateDamaged) as err:
         lab.machines()
     line = str(err.value)
     assert f"{state / 'lab.json'} is damaged" in line and why in line, line
     assert "run `kafkalab down --purge`" in line and "\n" not in line
-    with pytest.raises(labstate.LabStateDamaged):
+    with pytest.raises(statedir.StateDamaged):
         lab.down(False, quiet)
     assert (state / "lab.json").read_text() == text  # nothing rewrote it
     lab.down(True, quiet)  # the way out works with the file as it is
@@ -198,7 +198,7 @@ def test_a_damaged_lab_json_is_one_line_with_the_way_out(tmp_path, text, why):
 def test_the_cli_says_a_truncated_lab_json_in_one_line(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
-    labstate.mark(state)
+    statedir.mark(state)
     (state / "lab.json").write_text('{"netns": "kafkalab", "topology": {"mode": "kr')
     for args in (["status"], ["up", "--no-provision"], ["fault", "heal"]):
         line = error_line(kafkalab(state, *args))
@@ -213,10 +213,10 @@ def test_purge_with_a_damaged_lab_json_still_finds_the_machines(tmp_path):
     state = tmp_path / "state"
     (state / "machines" / "kafka1").mkdir(parents=True)
     (state / "machines" / "spark1").mkdir(parents=True)
-    labstate.mark(state)
+    statedir.mark(state)
     (state / "lab.json").write_bytes(b"\xff\xfe")
-    lab = EmbeddedLab(state)
-    with pytest.raises(labstate.LabStateDamaged, match="not UTF-8"):
+    lab = EmbeddedCluster(state)
+    with pytest.raises(statedir.StateDamaged, match="not UTF-8"):
         lab.topology()
     found = lab._machines_on_disk(known=set())
     assert [m.name for m in found] == ["kafka1", "spark1"]
@@ -230,9 +230,9 @@ HOLDER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from kafkalab import labstate
+    from kafkalab.targets import statedir
     sys.argv = ["kafkalab", "up", "--brokers", "3"]
-    with labstate.exclusive(Path(os.environ["STATE"])):
+    with statedir.exclusive(Path(os.environ["STATE"])):
         print("held", flush=True)
         sys.stdin.read()
     """
@@ -266,7 +266,7 @@ def test_a_second_command_is_refused_at_once_naming_the_holder(held):
         assert f"`kafkalab up --brokers 3` (pid {pid}, since " in line
         assert "wait until it ends" in line
     assert state.exists()  # down --purge did not run
-    with pytest.raises(labstate.Busy, match=f"pid {pid}"), labstate.exclusive(state):
+    with pytest.raises(statedir.Busy, match=f"pid {pid}"), statedir.exclusive(state):
         pass
 
 
@@ -280,15 +280,15 @@ def test_read_only_commands_do_not_wait_for_the_lock(held):
 
 def test_the_lock_is_reentrant_within_a_process_and_released_after(tmp_path):
     state = tmp_path / "state"
-    lock = state / labstate.LOCK
-    with labstate.exclusive(state):
+    lock = state / statedir.LOCK
+    with statedir.exclusive(state):
         assert json.loads(lock.read_text())["pid"] == os.getpid()
-        with labstate.exclusive(state), labstate.locked(lock):  # e.g. lab start -> up
+        with statedir.exclusive(state), statedir.locked(lock):  # e.g. lab start -> up
             assert lock.exists()
         assert lock.exists()  # the inner exit did not release the outer hold
         code = (
-            "import pathlib; from kafkalab import labstate; "
-            f"labstate.locked(pathlib.Path({str(lock)!r})).__enter__()"
+            "import pathlib; from kafkalab.targets import statedir; "
+            f"statedir.locked(pathlib.Path({str(lock)!r})).__enter__()"
         )
         probe = [sys.executable, "-c", code]
         busy = subprocess.run(probe, capture_output=True, text=True)
@@ -300,10 +300,10 @@ def test_the_lock_is_reentrant_within_a_process_and_released_after(tmp_path):
 
 def test_the_lock_is_released_when_the_body_fails(tmp_path):
     path = tmp_path / "cache" / "kafka.tgz.lock"
-    with pytest.raises(RuntimeError), labstate.locked(path, "the Kafka archive"):
+    with pytest.raises(RuntimeError), statedir.locked(path, "the Kafka archive"):
         raise RuntimeError("download failed")
     assert not path.exists()
-    with labstate.locked(path, "the Kafka archive"):
+    with statedir.locked(path, "the Kafka archive"):
         assert path.exists()
     assert path.parent.is_dir()  # a cache dir stays: no remove_dirs_up_to
 
@@ -317,19 +317,19 @@ def test_a_refused_command_on_a_new_lab_leaves_nothing(tmp_path):
 
 def test_a_lab_kept_after_a_command_keeps_its_marker(tmp_path):
     state = tmp_path / "state"
-    with labstate.exclusive(state):
+    with statedir.exclusive(state):
         (state / "ssh").mkdir()  # what `up` makes before it saves the lab
-    assert (state / labstate.MARKER).is_file()
-    assert not (state / labstate.LOCK).exists()
-    labstate.check_ours(state)
+    assert (state / statedir.MARKER).is_file()
+    assert not (state / statedir.LOCK).exists()
+    statedir.check_ours(state)
 
 
 def test_a_cache_lock_can_wait_for_its_holder(tmp_path):
     """`locked(path, wait=...)`, as a build of a cache artifact would use it."""
     path = tmp_path / "cache" / "kafka-3.9.2.tgz.lock"
     code = (
-        "import pathlib, sys; from kafkalab import labstate\n"
-        f"with labstate.locked(pathlib.Path({str(path)!r})):\n"
+        "import pathlib, sys; from kafkalab.targets import statedir\n"
+        f"with statedir.locked(pathlib.Path({str(path)!r})):\n"
         "    print('held', flush=True); sys.stdin.read()\n"
     )
     proc = subprocess.Popen(
@@ -337,11 +337,11 @@ def test_a_cache_lock_can_wait_for_its_holder(tmp_path):
     )
     assert proc.stdout is not None and proc.stdout.readline() == "held\n"
     started = time.monotonic()
-    busy = pytest.raises(labstate.Busy, match="the Kafka archive is busy")
-    with busy, labstate.locked(path, "the Kafka archive", wait=0.5):
+    busy = pytest.raises(statedir.Busy, match="the Kafka archive is busy")
+    with busy, statedir.locked(path, "the Kafka archive", wait=0.5):
         pass
     assert time.monotonic() - started >= 0.5
     threading.Timer(0.5, lambda: proc.communicate("")).start()
-    with labstate.locked(path, "the Kafka archive", wait=30):
+    with statedir.locked(path, "the Kafka archive", wait=30):
         assert json.loads(path.read_text())["pid"] == os.getpid()
     assert proc.wait(30) == 0

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import labstate, netns
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import netns, statedir
+from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.topology import Topology
 
 
@@ -97,12 +97,12 @@ def namespaces(monkeypatch):
         (netns.CLAIMS / f"{name}.owner").unlink(missing_ok=True)
 
 
-def saved_lab(state: Path, ns: str, owns: bool) -> EmbeddedLab:
+def saved_lab(state: Path, ns: str, owns: bool) -> EmbeddedCluster:
     state.mkdir(parents=True)
     data = {"netns": ns, "owns_netns": owns, "topology": Topology(brokers=1).model_dump()}
     (state / "lab.json").write_text(json.dumps(data))
-    (state / labstate.MARKER).write_text("kafkalab\n")
-    return EmbeddedLab(state)
+    (state / statedir.MARKER).write_text("kafkalab\n")
+    return EmbeddedCluster(state)
 
 
 def quiet(_msg: str) -> None:
@@ -128,7 +128,7 @@ def test_another_labs_namespace_is_never_deleted(namespaces, tmp_path, monkeypat
     lab._save(Topology(brokers=1))  # `up` on it does not take the claim over
     assert lab._saved()["owns_netns"] is False
     monkeypatch.setenv("KAFKALAB_NETNS", ns)
-    EmbeddedLab(tmp_path / "lab").down(True, quiet)
+    EmbeddedCluster(tmp_path / "lab").down(True, quiet)
     assert netns.exists(ns)
     assert netns.owner(ns) == (tmp_path / "the-other-lab").resolve()
     assert not netns.delete(ns)  # not even by a harness: a lab claims it
@@ -140,7 +140,7 @@ def test_a_harness_namespace_outlives_the_lab(namespaces, tmp_path, monkeypatch)
     ns = namespaces("harness")
     netns.write_hosts(ns, {"kafka1": "10.77.0.11"})
     monkeypatch.setenv("KAFKALAB_NETNS", ns)
-    lab = EmbeddedLab(tmp_path / "lab")
+    lab = EmbeddedCluster(tmp_path / "lab")
     lab._owns_ns = lab._saved().get("owns_netns", not netns.exists(ns))  # as `up` decides
     lab._save(Topology(brokers=1))
     assert lab._saved()["owns_netns"] is False and not netns.claimed(ns)

@@ -1,4 +1,4 @@
-from kafkalab import provision
+from kafkalab.targets import provision
 
 RECAP = """
 PLAY RECAP *********************************************************************

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import rootfs
 from kafkalab.errors import KafkalabError
+from kafkalab.targets import rootfs
 
 
 @pytest.fixture

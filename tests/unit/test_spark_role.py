@@ -14,7 +14,7 @@ import yaml
 from kafkalab import spark, streaming, topology
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets.embedded import EmbeddedCluster
 from tests.unit.test_ksqldb_role import ROLES, host_context, render
 
 MASTER_UNIT = "etc/systemd/system/spark-master.service.j2"
@@ -111,8 +111,8 @@ def test_site_yml_has_the_streaming_plays():
 # --- the controller side of kafkalab.spark ---------------------------------------------------
 
 
-def lab_with(tmp_path: Path, extra: list[str]) -> EmbeddedLab:
-    lab = EmbeddedLab(tmp_path / "state")
+def lab_with(tmp_path: Path, extra: list[str]) -> EmbeddedCluster:
+    lab = EmbeddedCluster(tmp_path / "state")
     lab._save(topology.load(overrides={"extra_hosts": extra}))
     return lab
 

@@ -3,9 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts, image, netns, topology
+from kafkalab import artifacts, topology
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import EmbeddedLab
+from kafkalab.targets import image, netns
+from kafkalab.targets.embedded import EmbeddedCluster
 
 
 def test_default_lab_is_three_kraft_brokers():
@@ -234,8 +235,8 @@ def test_heap_is_at_most_half_of_the_memory():
 # -- changes under an existing lab: refused before anything is touched (item 6) ------------
 
 
-def lab_with(tmp_path: Path, **settings) -> EmbeddedLab:
-    lab = EmbeddedLab(tmp_path / "state")
+def lab_with(tmp_path: Path, **settings) -> EmbeddedCluster:
+    lab = EmbeddedCluster(tmp_path / "state")
     lab._save(topology.Topology(**settings))
     return lab
 

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kafkalab import inventory, topology, vagrant
+from kafkalab import inventory, topology
 from kafkalab.paths import repo_root
+from kafkalab.targets import vagrant
 
 pytestmark = pytest.mark.skipif(
     shutil.which("ruby") is None, reason="ruby missing (scripts/setup-vm.sh installs vagrant)"

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from kafkalab import machines
 from kafkalab.errors import KafkalabError
+from kafkalab.targets import machines
 
 
 class FakeMachine:

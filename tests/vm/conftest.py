@@ -27,8 +27,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kafkalab import box, inventory, topology, vagrant
+from kafkalab import inventory, topology
 from kafkalab.paths import repo_root
+from kafkalab.targets import box, vagrant
 
 STATE = repo_root() / ".kafkalab-test" / "vm"
 BOX_NAME = os.environ.get("KAFKALAB_TEST_BOX", "kafkalab/debian12")
