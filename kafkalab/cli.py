@@ -11,10 +11,14 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, render, topology
 from kafkalab import doctor as doctor_mod
+from kafkalab import render, topology
 from kafkalab import spark as spark_mod
 from kafkalab import status as status_mod
+from kafkalab.artifacts import archive
+from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.commands import box as box_cmd
 from kafkalab.commands import fault as fault_cmd
 from kafkalab.commands import lab as lab_cmd
@@ -157,7 +161,7 @@ def shell(
     if topo is None:
         raise KafkalabError("no lab here yet: run `kafkalab up`")
     # The same Kafka tools as on the machines, and the venv's Python (confluent-kafka).
-    kafka_bin = artifacts.unpacked(artifacts.resolve_kafka(topo.kafka_version)) / "bin"
+    kafka_bin = archive.unpacked(kafka_artifact.resolve_kafka(topo.kafka_version)) / "bin"
     path = f"{Path(sys.executable).parent}:{kafka_bin}:{os.environ.get('PATH', '')}"
     env = dict(os.environ, PATH=path, PS1=f"(kafkalab {lab.ns}) \\w \\$ ")
     env["LOG_DIR"] = str(lab.state / "logs" / "tools")
@@ -175,13 +179,13 @@ def fetch(
     """Fill the cache (Kafka artifact, base image, Spark) so `up` needs no network."""
     extra_hosts = with_.split(",") if with_ else None
     topo = topology.load(topology_file, {"extra_hosts": extra_hosts}, required=bool(topology_file))
-    archive = artifacts.resolve_kafka(topo.kafka_version, progress=render.step)
+    archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=render.step)
     render.ok(f"Kafka {topo.kafka_version}: {archive}")
     render.ok(f"base image: {image.ensure_image(render.step)}")
     if "spark" in topo.extra_hosts:
-        render.ok(f"Spark: {artifacts_spark.resolve_spark(progress=render.step)}")
+        render.ok(f"Spark: {spark_artifact.resolve_spark(progress=render.step)}")
     if "ksqldb" in topo.extra_hosts:
-        render.ok(f"ksqlDB: {artifacts_ksqldb.resolve_ksqldb()}")
+        render.ok(f"ksqlDB: {ksqldb_artifact.resolve_ksqldb()}")
 
 
 @app.command()

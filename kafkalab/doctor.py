@@ -9,7 +9,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark
+from kafkalab.artifacts import cache as artifact_cache
+from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
 from kafkalab.targets import boot, image, vagrant
@@ -70,7 +73,7 @@ def run() -> list[Check]:
             else "built by the first `kafkalab up` (about a minute, needs Debian's mirror)",
         )
     )
-    cached = artifacts.cached_kafka()
+    cached = kafka_artifact.cached_kafka()
     checks.append(
         Check(
             "kafka artifact",
@@ -79,7 +82,7 @@ def run() -> list[Check]:
             ""
             if cached
             else "made by the first `kafkalab up` from Maven Central, or put "
-            f"kafka_2.13-<version>.tgz and its .sha512 into {artifacts.cache_dir()}",
+            f"kafka_2.13-<version>.tgz and its .sha512 into {artifact_cache.cache_dir()}",
         )
     )
     checks += optional()
@@ -109,8 +112,8 @@ def machines() -> list[Check]:
 
 def optional() -> list[Check]:
     """What only some labs need (Spark, ksqlDB, VMs): reported, never a failure."""
-    spark = artifacts.cache_dir() / artifacts_spark.archive_name()
-    ksqldb = artifacts_ksqldb.cached()
+    spark = artifact_cache.cache_dir() / spark_artifact.archive_name()
+    ksqldb = ksqldb_artifact.cached()
     lacking = vagrant.missing()
     return [
         Check(
@@ -123,7 +126,7 @@ def optional() -> list[Check]:
             "ksqldb archive (optional)",
             True,
             str(ksqldb) if ksqldb else "not cached",
-            "" if ksqldb else artifacts_ksqldb.missing_message(),
+            "" if ksqldb else ksqldb_artifact.missing_message(),
         ),
         Check(
             "vm tools (optional)",

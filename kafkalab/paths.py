@@ -21,3 +21,8 @@ def state_dir() -> Path:
     """One lab's machines, ssh key and generated inventory."""
     env = os.environ.get("KAFKALAB_STATE")
     return Path(env).expanduser().resolve() if env else repo_root() / ".kafkalab"
+
+
+def package_data() -> Path:
+    """kafkalab/data: launcher templates, the Maven POM, the shipped scenarios."""
+    return Path(__file__).resolve().parent / "data"

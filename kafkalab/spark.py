@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalab import artifacts_spark
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
 from kafkalab.targets import netns
@@ -147,7 +147,7 @@ def submit_command(
     sc: SparkCluster, job: Path, args: list[str], conf: dict[str, str] | None = None
 ) -> tuple[list[str], dict[str, str]]:
     """The spark-submit command line (inside the lab network) and its environment."""
-    home = artifacts_spark.unpacked()
+    home = spark_artifact.unpacked()
     settings = {
         "spark.app.name": job_name(job),
         "spark.driver.host": sc.driver_address,

@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 
-from kafkalab import artifacts_ksqldb, artifacts_spark, render, streaming
+from kafkalab import render, streaming
 from kafkalab import spark as spark_mod
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.targets import netns
 from kafkalab.targets.statedir import one_command
@@ -22,16 +24,16 @@ app = typer.Typer(
 
 @app.command()
 def fetch(
-    version: Annotated[str, typer.Option(help="Spark version")] = artifacts_spark.SPARK_VERSION,
+    version: Annotated[str, typer.Option(help="Spark version")] = spark_artifact.SPARK_VERSION,
 ) -> None:
     """Build the Spark tarball (with the Kafka connector) into the cache, once."""
     started = time.monotonic()
-    tgz = artifacts_spark.resolve_spark(version, progress=render.step)
+    tgz = spark_artifact.resolve_spark(version, progress=render.step)
     render.ok(
         f"Spark {version}: {tgz} ({tgz.stat().st_size / 1e6:.0f} MB, "
         f"{time.monotonic() - started:.0f}s)"
     )
-    render.step(f"ksqlDB: {artifacts_ksqldb.status()}")
+    render.step(f"ksqlDB: {ksqldb_artifact.status()}")
 
 
 @app.command(context_settings={"allow_extra_args": True})

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from kafkalab import artifacts
+from kafkalab.artifacts import cache as artifact_cache
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root, repo_root
 from kafkalab.targets import image
@@ -146,7 +146,7 @@ def build(
     recipe = recipe or recipe_path()
     if not force and (box := cached_box(recipe)) is not None:
         return box
-    with artifacts.cache_lock(box_dir(recipe), "the box", progress):
+    with artifact_cache.cache_lock(box_dir(recipe), "the box", progress):
         if not force and (box := cached_box(recipe)) is not None:
             return box  # built while this one waited
         return _build(recipe, progress)

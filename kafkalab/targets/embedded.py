@@ -20,7 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kafkalab import artifacts, artifacts_ksqldb, artifacts_spark, inventory
+from kafkalab import inventory
+from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
 from kafkalab.targets import boot, image, netns, provision, ssh, statedir
@@ -146,7 +149,7 @@ class EmbeddedCluster:
     ) -> UpResult:
         start = time.monotonic()
         self.check_compatible(topo)
-        archive = artifacts.resolve_kafka(topo.kafka_version, progress=progress)
+        archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
         extra_archives = self._extra_archives(topo, progress)
         base = image.ensure_image(progress)
         self._ensure_key()
@@ -238,9 +241,9 @@ class EmbeddedCluster:
         machine boots: a missing one is an error that says where to put it."""
         found: dict[str, Path] = {}
         if "spark" in topo.extra_hosts:
-            found["spark_archive"] = artifacts_spark.resolve_spark(progress=progress)
+            found["spark_archive"] = spark_artifact.resolve_spark(progress=progress)
         if "ksqldb" in topo.extra_hosts:
-            found["ksqldb_archive"] = artifacts_ksqldb.resolve_ksqldb()
+            found["ksqldb_archive"] = ksqldb_artifact.resolve_ksqldb()
         return found
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from kafkalab import artifacts
+from kafkalab.artifacts import cache as artifact_cache
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root, repo_root
 
@@ -70,7 +70,7 @@ def ensure_image(progress: Callable[[str], None] = print, recipe: Path | None = 
     root = rootfs(recipe)
     if is_built(recipe):
         return root
-    with artifacts.cache_lock(image_dir(recipe), "the base image", progress):
+    with artifact_cache.cache_lock(image_dir(recipe), "the base image", progress):
         if not is_built(recipe):  # else built while this one waited
             _build(recipe, progress)
     return root

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 
-from kafkalab import artifacts_ksqldb
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming_ksqldb import KsqlClient
 from kafkalab.targets.embedded import EmbeddedCluster
@@ -76,8 +76,8 @@ def server_url(lab: EmbeddedCluster | None = None) -> str:
     hosts = [m for m in (topo.machines() if topo else []) if "ksqldb" in m.groups]
     if hosts:
         return f"http://{hosts[0].address}:8088"
-    if artifacts_ksqldb.cached() is None:
-        raise KafkalabError(artifacts_ksqldb.missing_message())
+    if ksqldb_artifact.cached() is None:
+        raise KafkalabError(ksqldb_artifact.missing_message())
     raise KafkalabError("this lab has no ksqlDB host: run `kafkalab up --with ksqldb`")
 
 

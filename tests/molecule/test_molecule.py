@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts, topology
+from kafkalab import topology
+from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.paths import repo_root
 from kafkalab.targets import netns
 
@@ -27,7 +28,7 @@ def test_molecule_scenario(role):
         PATH=f"{BIN}:{os.environ.get('PATH', '')}",
         KAFKALAB_BIN=str(BIN / "kafkalab"),
         KAFKALAB_NETNS=ns,
-        KAFKALAB_KAFKA_ARCHIVE=str(artifacts.resolve_kafka(topo.kafka_version)),
+        KAFKALAB_KAFKA_ARCHIVE=str(kafka_artifact.resolve_kafka(topo.kafka_version)),
         ANSIBLE_FORCE_COLOR="0",
         PY_COLORS="0",
     )

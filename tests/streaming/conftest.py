@@ -24,8 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts_ksqldb, artifacts_spark
 from kafkalab import spark as spark_mod
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.paths import repo_root
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
@@ -86,14 +87,14 @@ def streaming_lab() -> Iterator[StreamingLab]:
     env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = str(state.parent / f"{NETNS}-cp")
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     started = time.monotonic()
-    artifacts_spark.resolve_spark()  # outside the lab network: may fetch from PyPI/Maven
+    spark_artifact.resolve_spark()  # outside the lab network: may fetch from PyPI/Maven
     fetched = time.monotonic() - started
     lab = StreamingLab(NETNS, state, env, EmbeddedCluster(state))
     lab.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     spark_mod.forget_checkpoints(NETNS)
     try:
         started = time.monotonic()
-        extra = "spark,ksqldb" if artifacts_ksqldb.cached() else "spark"
+        extra = "spark,ksqldb" if ksqldb_artifact.cached() else "spark"
         lab.kafkalab("up", "--mode", "kraft", "--brokers", str(BROKERS), "--with", extra)
         lab.timings = {"spark artifact": fetched, "lab up": time.monotonic() - started}
         lab.lab = EmbeddedCluster(state)

@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from kafkalab import artifacts_ksqldb
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.paths import repo_root
 from kafkalab.streaming_ksqldb import KsqlClient
 
@@ -27,8 +27,8 @@ def riders_script() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def ksql(streaming_lab):
-    if artifacts_ksqldb.cached() is None:
-        pytest.skip(artifacts_ksqldb.missing_message())
+    if ksqldb_artifact.cached() is None:
+        pytest.skip(ksqldb_artifact.missing_message())
     topo = streaming_lab.lab.topology()
     if topo is None or not any("ksqldb" in m.groups for m in topo.machines()):
         pytest.skip("the streaming lab has no ksqlDB host (the archive came after it was up)")

@@ -17,14 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts, artifacts_ksqldb
-from kafkalab.artifacts import (
+from kafkalab.artifacts import archive
+from kafkalab.artifacts import cache as artifact_cache
+from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import maven as maven_artifact
+from kafkalab.artifacts.archive import parse_sha512, verify_sha512
+from kafkalab.artifacts.kafka import (
     launcher_table,
-    parse_sha512,
     render_launchers,
     resolve_kafka,
     verify_launchers,
-    verify_sha512,
 )
 from kafkalab.errors import KafkalabError
 
@@ -72,7 +75,7 @@ def dist(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True)
 def no_mirror(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(artifacts.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(kafka_artifact.MIRROR_ENV, raising=False)
 
 
 def sha512(path: Path) -> str:
@@ -123,7 +126,7 @@ def test_checksum_mismatch_is_a_clear_error(dist: Path) -> None:
 
 def test_cache_dir_follows_kafkalab_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("KAFKALAB_CACHE", str(tmp_path))
-    assert artifacts.cache_dir() == tmp_path / "artifacts"
+    assert artifact_cache.cache_dir() == tmp_path / "artifacts"
 
 
 def test_official_tarball_in_cache_is_verified_and_used(dist: Path, tmp_path: Path) -> None:
@@ -150,7 +153,7 @@ def test_mirror_download_is_verified_and_cached(
     (mirror / VERSION).mkdir(parents=True)
     (mirror / VERSION / NAME).write_bytes(dist.read_bytes())
     (mirror / VERSION / f"{NAME}.sha512").write_text(gpg_style(sha512(dist), NAME))
-    monkeypatch.setenv(artifacts.MIRROR_ENV, mirror.as_uri() + "/")
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, mirror.as_uri() + "/")
     cache = tmp_path / "cache"
     said: list[str] = []
 
@@ -158,10 +161,10 @@ def test_mirror_download_is_verified_and_cached(
 
     assert tgz == cache / NAME and sha512(tgz) == sha512(dist)
     assert (cache / f"{NAME}.sha512").exists()
-    assert artifacts.cached_kafka(cache) == [tgz]
+    assert kafka_artifact.cached_kafka(cache) == [tgz]
     assert said == [f"downloading {mirror.as_uri()}/{VERSION}/{NAME}"]
     assert sorted(p.name for p in cache.iterdir() if p.name != ".locks") == [NAME, f"{NAME}.sha512"]
-    monkeypatch.delenv(artifacts.MIRROR_ENV)
+    monkeypatch.delenv(kafka_artifact.MIRROR_ENV)
     assert resolve_kafka(VERSION, cache=cache) == tgz  # from the cache now
 
 
@@ -172,7 +175,7 @@ def test_mirror_with_bad_checksum_keeps_nothing(
     (mirror / VERSION).mkdir(parents=True)
     (mirror / VERSION / NAME).write_bytes(dist.read_bytes()[:-10])
     (mirror / VERSION / f"{NAME}.sha512").write_text(gpg_style(sha512(dist), NAME))
-    monkeypatch.setenv(artifacts.MIRROR_ENV, mirror.as_uri())
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, mirror.as_uri())
     cache = tmp_path / "cache"
     with pytest.raises(KafkalabError, match="does not match"):
         resolve_kafka(VERSION, cache=cache)
@@ -182,7 +185,7 @@ def test_mirror_with_bad_checksum_keeps_nothing(
 def test_mirror_without_the_version_names_the_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(artifacts.MIRROR_ENV, (tmp_path / "empty").as_uri())
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, (tmp_path / "empty").as_uri())
     with pytest.raises(KafkalabError, match=rf"could not download file://.*{NAME}.*MIRROR"):
         resolve_kafka(VERSION, cache=tmp_path / "cache")
 
@@ -226,7 +229,7 @@ def test_mvn_runs_with_strict_checksums_offline_and_online(
 
     monkeypatch.setattr(subprocess, "run", offline_misses)
     (tmp_path / "m2").mkdir()  # a local repository: offline is tried first
-    artifacts.mvn_copy_dependencies(tmp_path / "pom.xml", tmp_path / "out", tmp_path, "x", "y")
+    maven_artifact.mvn_copy_dependencies(tmp_path / "pom.xml", tmp_path / "out", tmp_path, "x", "y")
     assert len(seen) == 2 and "-o" in seen[0] and "-o" not in seen[1]
     assert all("--strict-checksums" in cmd for cmd in seen)
 
@@ -263,11 +266,11 @@ def test_mirror_without_https_is_refused_before_any_download(
     mirror: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked = serve(monkeypatch, {})
-    monkeypatch.setenv(artifacts.MIRROR_ENV, mirror)
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, mirror)
     with pytest.raises(KafkalabError) as err:
         resolve_kafka(VERSION, cache=tmp_path / "cache")
     message = str(err.value)
-    assert "\n" not in message and artifacts.MIRROR_ENV in message and "https://" in message
+    assert "\n" not in message and kafka_artifact.MIRROR_ENV in message and "https://" in message
     assert asked == []
 
 
@@ -279,7 +282,7 @@ def test_https_mirror_is_downloaded_and_checked(
         monkeypatch,
         {url: dist.read_bytes(), f"{url}.sha512": gpg_style(sha512(dist), NAME).encode()},
     )
-    monkeypatch.setenv(artifacts.MIRROR_ENV, "https://mirror.example/kafka/")
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, "https://mirror.example/kafka/")
     cache = tmp_path / "cache"
     assert resolve_kafka(VERSION, cache=cache) == cache / NAME
     assert asked == [f"{url}.sha512", url]
@@ -292,7 +295,7 @@ def test_https_mirror_redirecting_to_http_is_refused(
     url = f"https://mirror.example/kafka/{VERSION}/{NAME}"
     files = {url: dist.read_bytes(), f"{url}.sha512": gpg_style(sha512(dist), NAME).encode()}
     serve(monkeypatch, files, redirect=lambda u: u.replace("https:", "http:"))
-    monkeypatch.setenv(artifacts.MIRROR_ENV, "https://mirror.example/kafka")
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, "https://mirror.example/kafka")
     cache = tmp_path / "cache"
     with pytest.raises(KafkalabError, match=r"redirects to http://.*not https"):
         resolve_kafka(VERSION, cache=cache)
@@ -306,9 +309,9 @@ def test_mirror_may_be_a_local_directory(
     (mirror / VERSION).mkdir(parents=True)
     (mirror / VERSION / NAME).write_bytes(dist.read_bytes())
     (mirror / VERSION / f"{NAME}.sha512").write_text(gpg_style(sha512(dist), NAME))
-    monkeypatch.setenv(artifacts.MIRROR_ENV, str(mirror))
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, str(mirror))
     assert resolve_kafka(VERSION, cache=tmp_path / "cache") == tmp_path / "cache" / NAME
-    monkeypatch.setenv(artifacts.MIRROR_ENV, str(tmp_path / "no-such-dir"))
+    monkeypatch.setenv(kafka_artifact.MIRROR_ENV, str(tmp_path / "no-such-dir"))
     with pytest.raises(KafkalabError, match="no such directory"):
         resolve_kafka(VERSION, cache=tmp_path / "other-cache")
 
@@ -317,9 +320,9 @@ def test_confluent_mirror_without_https_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked = serve(monkeypatch, {})
-    monkeypatch.setenv(artifacts_ksqldb.MIRROR_ENV, "http://packages.example/archive")
-    with pytest.raises(KafkalabError, match=rf"{artifacts_ksqldb.MIRROR_ENV}=http://.*https://"):
-        artifacts_ksqldb.resolve_ksqldb(cache=tmp_path)
+    monkeypatch.setenv(ksqldb_artifact.MIRROR_ENV, "http://packages.example/archive")
+    with pytest.raises(KafkalabError, match=rf"{ksqldb_artifact.MIRROR_ENV}=http://.*https://"):
+        ksqldb_artifact.resolve_ksqldb(cache=tmp_path)
     assert asked == []
 
 
@@ -354,7 +357,7 @@ class FakeMaven:
 @pytest.fixture
 def maven(monkeypatch: pytest.MonkeyPatch) -> FakeMaven:
     fake = FakeMaven()
-    monkeypatch.setattr(artifacts, "_copy_dependencies", fake)
+    monkeypatch.setattr(kafka_artifact, "_copy_dependencies", fake)
     return fake
 
 
@@ -422,15 +425,16 @@ def test_two_builders_take_turns_and_the_second_finds_it_built(
     assert said["second"] == [
         f"another kafkalab (pid {os.getpid()}) is building Kafka {VERSION}; waiting for it"
     ]
-    artifacts.verify_recorded(results["second"], "kafkalab fetch")
+    archive.verify_recorded(results["second"], "kafkalab fetch")
 
 
 def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
     """A builder in another process keeps a checker out until it is done, and is named."""
     target = tmp_path / "thing.tgz"
     code = (
-        "import sys\nfrom pathlib import Path\nfrom kafkalab import artifacts\n"
-        "with artifacts.cache_lock(Path(sys.argv[1]), 'the thing'):\n"
+        "import sys\nfrom pathlib import Path\n"
+        "from kafkalab.artifacts import cache as artifact_cache\n"
+        "with artifact_cache.cache_lock(Path(sys.argv[1]), 'the thing'):\n"
         "    print('held', flush=True)\n    sys.stdin.readline()\n"
     )
     child = subprocess.Popen(
@@ -446,7 +450,7 @@ def test_the_lock_holds_across_processes(tmp_path: Path) -> None:
         inside = threading.Event()
 
         def check() -> None:
-            with artifacts.cache_lock(target, "the thing", said.append, shared=True):
+            with artifact_cache.cache_lock(target, "the thing", said.append, shared=True):
                 inside.set()
 
         checker = threading.Thread(target=check)
@@ -470,10 +474,10 @@ def test_a_builder_waits_for_checkers(tmp_path: Path) -> None:
     built = threading.Event()
 
     def build() -> None:
-        with artifacts.cache_lock(target, "the thing", said.append):
+        with artifact_cache.cache_lock(target, "the thing", said.append):
             built.set()
 
-    with artifacts.cache_lock(target, "the thing", shared=True):
+    with artifact_cache.cache_lock(target, "the thing", shared=True):
         builder = threading.Thread(target=build)
         builder.start()
         wait_until(lambda: said)

@@ -87,7 +87,7 @@ def test_clients_refuse_the_host_namespace():
 # `up` that gets past every check prints the lab's machines and exits 3 instead.
 GUARDED = """
 import json, os, sys
-from kafkalab import artifacts
+from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.targets import image
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
@@ -96,7 +96,7 @@ def touched(*_args, **_kwargs):
     print("touched", file=sys.stderr)
     os._exit(99)
 
-artifacts.resolve_kafka = image.ensure_image = netns.ensure = touched
+kafka_artifact.resolve_kafka = image.ensure_image = netns.ensure = touched
 
 def up(self, topo, progress, provision_hosts=True):
     self.check_compatible(topo)

@@ -17,7 +17,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
 from ansible.template import Templar, trust_as_template
 
-from kafkalab import artifacts_ksqldb, inventory, topology
+from kafkalab import inventory, topology
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
 
@@ -148,7 +149,7 @@ def test_archive_default_is_the_cache_path(monkeypatch, tmp_path):
     templar = host_context("ksqldb", "ksql1", ["ksqldb"])
     archive = templar.template(trust_as_template("{{ ksqldb_archive }}"))
     assert archive == str(tmp_path / "artifacts" / "confluent-community-7.9.0.tar.gz")
-    assert Path(archive).name == artifacts_ksqldb.archive_name()
+    assert Path(archive).name == ksqldb_artifact.archive_name()
 
 
 def test_argument_specs_cover_every_default():
@@ -166,15 +167,15 @@ def test_argument_specs_cover_every_default():
 
 def _archive(cache: Path, body: bytes = b"not really a tarball") -> Path:
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / artifacts_ksqldb.archive_name()
+    path = cache / ksqldb_artifact.archive_name()
     path.write_bytes(body)
     return path
 
 
 def test_missing_archive_names_the_file_and_where_to_put_it(tmp_path, monkeypatch):
-    monkeypatch.delenv(artifacts_ksqldb.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(ksqldb_artifact.MIRROR_ENV, raising=False)
     with pytest.raises(KafkalabError) as exc:
-        artifacts_ksqldb.resolve_ksqldb(cache=tmp_path)
+        ksqldb_artifact.resolve_ksqldb(cache=tmp_path)
     message = str(exc.value)
     assert "confluent-community-7.9.0.tar.gz" in message
     assert str(tmp_path) in message
@@ -185,16 +186,16 @@ def test_archive_is_checked_against_its_sha256(tmp_path):
     path = _archive(tmp_path)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     (tmp_path / (path.name + ".sha256")).write_text(f"{digest}  {path.name}\n")
-    assert artifacts_ksqldb.resolve_ksqldb(cache=tmp_path) == path
+    assert ksqldb_artifact.resolve_ksqldb(cache=tmp_path) == path
     (tmp_path / (path.name + ".sha256")).write_text("0" * 64 + "\n")
     with pytest.raises(KafkalabError, match="does not match"):
-        artifacts_ksqldb.resolve_ksqldb(cache=tmp_path)
+        ksqldb_artifact.resolve_ksqldb(cache=tmp_path)
 
 
 def test_archive_without_checksum_is_refused(tmp_path):
     _archive(tmp_path)
     with pytest.raises(KafkalabError, match="no checksum file"):
-        artifacts_ksqldb.resolve_ksqldb(cache=tmp_path)
+        ksqldb_artifact.resolve_ksqldb(cache=tmp_path)
 
 
 def test_mirror_download_is_verified_and_kept(tmp_path, monkeypatch):
@@ -202,8 +203,8 @@ def test_mirror_download_is_verified_and_kept(tmp_path, monkeypatch):
     src = _archive(mirror, b"archive bytes")
     digest = hashlib.sha256(b"archive bytes").hexdigest()
     (mirror / (src.name + ".sha256")).write_text(digest + "\n")
-    monkeypatch.setenv(artifacts_ksqldb.MIRROR_ENV, (tmp_path / "mirror").as_uri())
+    monkeypatch.setenv(ksqldb_artifact.MIRROR_ENV, (tmp_path / "mirror").as_uri())
     cache = tmp_path / "cache"
-    got = artifacts_ksqldb.resolve_ksqldb(cache=cache)
+    got = ksqldb_artifact.resolve_ksqldb(cache=cache)
     assert got == cache / src.name and got.read_bytes() == b"archive bytes"
     assert (cache / (src.name + ".sha256")).exists()

@@ -1,4 +1,4 @@
-"""The Spark artifact step (kafkalab.artifacts_spark) on fake distributions: no download,
+"""The Spark artifact step (kafkalab.spark_artifact) on fake distributions: no download,
 no JVM. The real build (pyspark package + Maven Central) runs in the streaming tier."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts_spark
+from kafkalab.artifacts import archive
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 
 
@@ -62,11 +63,11 @@ SPARK_JARS = ["spark-core_2.13-4.0.0.jar", "scala-library-2.13.16.jar", "slf4j-a
     ],
 )
 def test_jar_artifact(name, artifact):
-    assert artifacts_spark.jar_artifact(name) == artifact
+    assert spark_artifact.jar_artifact(name) == artifact
 
 
 def test_extra_jars_keep_sparks_own_versions():
-    added = artifacts_spark.extra_jars(
+    added = spark_artifact.extra_jars(
         SPARK_JARS, ["kafka-clients-3.9.0.jar", "scala-library-2.13.15.jar", "slf4j-api-1.7.36.jar"]
     )
     assert added == ["kafka-clients-3.9.0.jar"]
@@ -75,7 +76,7 @@ def test_extra_jars_keep_sparks_own_versions():
 def test_assemble_lays_out_a_spark_home_with_the_connector(tmp_path):
     home = fake_spark_home(tmp_path, SPARK_JARS)
     dist = tmp_path / "spark-4.0.0-bin-kafkalab"
-    artifacts_spark.assemble(home, fake_connector(tmp_path), dist, "test")
+    spark_artifact.assemble(home, fake_connector(tmp_path), dist, "test")
     jars = sorted(p.name for p in (dist / "jars").iterdir())
     assert jars == sorted(
         [
@@ -96,15 +97,15 @@ def test_assemble_refuses_a_home_without_pyspark_zip(tmp_path):
     home = fake_spark_home(tmp_path, SPARK_JARS)
     (home / "python" / "lib" / "pyspark.zip").unlink()
     with pytest.raises(KafkalabError, match=r"pyspark\.zip"):
-        artifacts_spark.assemble(home, fake_connector(tmp_path), tmp_path / "dist", "test")
+        spark_artifact.assemble(home, fake_connector(tmp_path), tmp_path / "dist", "test")
 
 
 def test_tarball_has_one_top_dir_and_executable_scripts(tmp_path):
     home = fake_spark_home(tmp_path, SPARK_JARS)
     dist = tmp_path / "spark-4.0.0-bin-kafkalab"
-    artifacts_spark.assemble(home, fake_connector(tmp_path), dist, "test")
+    spark_artifact.assemble(home, fake_connector(tmp_path), dist, "test")
     tgz = tmp_path / "out.tgz"
-    artifacts_spark.write_tarball(dist, tgz)
+    archive.write_tarball(dist, tgz)
     with tarfile.open(tgz) as tar:
         members = {m.name: m for m in tar.getmembers()}
     assert {n.split("/")[0] for n in members} == {"spark-4.0.0-bin-kafkalab"}
@@ -117,14 +118,14 @@ def test_tarball_has_one_top_dir_and_executable_scripts(tmp_path):
 def test_resolve_builds_once_then_reuses(tmp_path, monkeypatch):
     home = fake_spark_home(tmp_path / "src", SPARK_JARS)
     calls = []
-    monkeypatch.setattr(artifacts_spark, "installed_pyspark", lambda v: calls.append(v) or home)
+    monkeypatch.setattr(spark_artifact, "installed_pyspark", lambda v: calls.append(v) or home)
     monkeypatch.setattr(
-        artifacts_spark, "kafka_connector", lambda v, c, s, scala: fake_connector(tmp_path)
+        spark_artifact, "kafka_connector", lambda v, c, s, scala: fake_connector(tmp_path)
     )
     cache = tmp_path / "cache"
-    tgz = artifacts_spark.resolve_spark("4.0.0", cache=cache)
+    tgz = spark_artifact.resolve_spark("4.0.0", cache=cache)
     assert tgz == cache / "spark-4.0.0-bin-kafkalab.tgz" and tgz.exists()
-    assert artifacts_spark.resolve_spark("4.0.0", cache=cache) == tgz
+    assert spark_artifact.resolve_spark("4.0.0", cache=cache) == tgz
     assert calls == ["4.0.0"]  # the second call found the tarball and built nothing
 
 
@@ -134,9 +135,9 @@ def built(tmp_path, monkeypatch):
     home = fake_spark_home(tmp_path / "src", SPARK_JARS)
     connector = fake_connector(tmp_path)
     calls = []
-    monkeypatch.setattr(artifacts_spark, "installed_pyspark", lambda v: calls.append(v) or home)
-    monkeypatch.setattr(artifacts_spark, "kafka_connector", lambda v, c, s, scala: connector)
-    tgz = artifacts_spark.resolve_spark("4.0.0", cache=tmp_path / "cache")
+    monkeypatch.setattr(spark_artifact, "installed_pyspark", lambda v: calls.append(v) or home)
+    monkeypatch.setattr(spark_artifact, "kafka_connector", lambda v, c, s, scala: connector)
+    tgz = spark_artifact.resolve_spark("4.0.0", cache=tmp_path / "cache")
     return tgz, calls
 
 
@@ -151,7 +152,7 @@ def test_tampered_tarball_is_refused_with_the_fix(built):
     with tgz.open("ab") as f:
         f.write(b"tampered")
     with pytest.raises(KafkalabError) as err:
-        artifacts_spark.resolve_spark("4.0.0", cache=tgz.parent)
+        spark_artifact.resolve_spark("4.0.0", cache=tgz.parent)
     message = str(err.value)
     assert "no longer matches the SHA-512 recorded" in message
     assert "`kafkalab fetch --with spark`" in message
@@ -162,9 +163,9 @@ def test_tarball_without_a_record_is_built_again(built):
     tgz, calls = built
     tgz.with_name(tgz.name + ".sha512").unlink()
     tgz.write_bytes(b"left by an older kafkalab")
-    assert artifacts_spark.resolve_spark("4.0.0", cache=tgz.parent) == tgz
+    assert spark_artifact.resolve_spark("4.0.0", cache=tgz.parent) == tgz
     assert calls == ["4.0.0", "4.0.0"]
-    artifacts_spark.resolve_spark("4.0.0", cache=tgz.parent)  # checked against the new record
+    spark_artifact.resolve_spark("4.0.0", cache=tgz.parent)  # checked against the new record
 
 
 def test_official_tarball_is_preferred_and_checked(tmp_path, monkeypatch):
@@ -172,10 +173,10 @@ def test_official_tarball_is_preferred_and_checked(tmp_path, monkeypatch):
     cache.mkdir()
     (cache / "spark-4.0.0-bin-hadoop3.tgz").write_bytes(b"not checked yet")
     monkeypatch.setattr(
-        artifacts_spark, "kafka_connector", lambda v, c, s, scala: fake_connector(tmp_path)
+        spark_artifact, "kafka_connector", lambda v, c, s, scala: fake_connector(tmp_path)
     )
     with pytest.raises(KafkalabError, match="no checksum file"):
-        artifacts_spark.resolve_spark("4.0.0", cache=cache)
+        spark_artifact.resolve_spark("4.0.0", cache=cache)
 
 
 def test_unpack_pyspark_wheel(tmp_path):
@@ -184,7 +185,7 @@ def test_unpack_pyspark_wheel(tmp_path):
         zf.writestr("pyspark/jars/spark-core_2.13-4.0.0.jar", b"jar")
         zf.writestr("pyspark/bin/spark-class", "#!/bin/sh\n")
         zf.writestr("pyspark/python/lib/pyspark.zip", b"zip")
-    home = artifacts_spark.unpack_pyspark(wheel, tmp_path / "work")
+    home = spark_artifact.unpack_pyspark(wheel, tmp_path / "work")
     assert (home / "jars" / "spark-core_2.13-4.0.0.jar").exists()
     assert (home / "bin" / "spark-class").stat().st_mode & 0o111
 
@@ -202,7 +203,7 @@ def test_unpack_pyspark_sdist(tmp_path):
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     (tmp_path / "work").mkdir()
-    home = artifacts_spark.unpack_pyspark(sdist, tmp_path / "work")
+    home = spark_artifact.unpack_pyspark(sdist, tmp_path / "work")
     assert (home / "jars" / "spark-core_2.13-4.0.0.jar").exists()
     assert (home / "python" / "lib" / "py4j-0.10.9.9-src.zip").exists()
     with zipfile.ZipFile(home / "python" / "lib" / "pyspark.zip") as zf:
@@ -220,14 +221,14 @@ def test_connector_runs_mvn_with_its_own_settings_and_says_what_failed(tmp_path,
     cache = tmp_path / "cache"
     cache.mkdir()
     with pytest.raises(KafkalabError) as err:
-        artifacts_spark.kafka_connector("4.0.0", cache, lambda _m: None)
+        spark_artifact.kafka_connector("4.0.0", cache, lambda _m: None)
     message = str(err.value)
     assert "spark-sql-kafka-0-10_2.13:4.0.0" in message
     assert "Could not resolve dependencies" in message
     assert f"into {cache}/" in message
     assert len(seen) == 1 and "-s" in seen[0] and f"-Dmaven.repo.local={cache / 'm2'}" in seen[0]
     assert "--strict-checksums" in seen[0]
-    assert not artifacts_spark.connector_dir("4.0.0", cache).exists()  # nothing half-made
+    assert not spark_artifact.connector_dir("4.0.0", cache).exists()  # nothing half-made
 
 
 def test_connector_without_mvn_names_the_package(tmp_path, monkeypatch):
@@ -236,4 +237,4 @@ def test_connector_without_mvn_names_the_package(tmp_path, monkeypatch):
 
     monkeypatch.setattr(subprocess, "run", no_mvn)
     with pytest.raises(KafkalabError, match=r"`mvn` is not installed.*apt-get install maven"):
-        artifacts_spark.kafka_connector("4.0.0", tmp_path, lambda _m: None)
+        spark_artifact.kafka_connector("4.0.0", tmp_path, lambda _m: None)

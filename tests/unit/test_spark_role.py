@@ -132,7 +132,7 @@ def test_cluster_without_spark_says_how_to_add_it(tmp_path):
 
 def test_submit_command_runs_the_driver_in_the_lab_network(tmp_path, monkeypatch):
     home = tmp_path / "spark-home"
-    monkeypatch.setattr(spark.artifacts_spark, "unpacked", lambda: home)
+    monkeypatch.setattr(spark.spark_artifact, "unpacked", lambda: home)
     sc = spark.cluster(lab_with(tmp_path, ["spark"]))
     job = repo_root() / "spark" / "jobs" / "ride_counts.py"
     cmd, env = spark.submit_command(sc, job, ["--once"], {"spark.ui.enabled": "false"})

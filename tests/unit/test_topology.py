@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import artifacts, topology
+from kafkalab import topology
+from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.targets import image, netns
 from kafkalab.targets.embedded import EmbeddedCluster
@@ -287,7 +288,7 @@ def test_a_refused_change_touches_nothing(tmp_path: Path, monkeypatch):
     def touched(*_args, **_kwargs):
         raise AssertionError("touched before the change was checked")
 
-    monkeypatch.setattr(artifacts, "resolve_kafka", touched)
+    monkeypatch.setattr(kafka_artifact, "resolve_kafka", touched)
     monkeypatch.setattr(image, "ensure_image", touched)
     monkeypatch.setattr(netns, "ensure", touched)
     lab = lab_with(tmp_path, mode="zookeeper", brokers=1)

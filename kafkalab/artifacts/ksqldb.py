@@ -15,7 +15,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from kafkalab import artifacts
+from kafkalab.artifacts.archive import download_file, mirror_url, verify_digest
+from kafkalab.artifacts.cache import cache_dir, cache_lock
 from kafkalab.errors import KafkalabError
 
 CONFLUENT_VERSION = "7.9.0"  # ksqlDB of Confluent Platform 7.9 runs against Kafka 3.9
@@ -29,7 +30,7 @@ def archive_name(version: str = CONFLUENT_VERSION) -> str:
 
 
 def archive_path(version: str = CONFLUENT_VERSION, cache: Path | None = None) -> Path:
-    return (cache or artifacts.cache_dir()) / archive_name(version)
+    return (cache or cache_dir()) / archive_name(version)
 
 
 def where_from(version: str = CONFLUENT_VERSION) -> str:
@@ -58,7 +59,7 @@ def parse_sha256(text: str) -> str:
 def verify_sha256(archive: Path, checksum: Path | None = None) -> None:
     checksum = checksum or archive.with_name(archive.name + ".sha256")
     where = f"from the same place, {where_from()}.sha256"
-    artifacts.verify_digest(archive, checksum, "sha256", parse_sha256, where)
+    verify_digest(archive, checksum, "sha256", parse_sha256, where)
 
 
 def cached(version: str = CONFLUENT_VERSION, cache: Path | None = None) -> Path | None:
@@ -75,11 +76,11 @@ def resolve_ksqldb(version: str = CONFLUENT_VERSION, cache: Path | None = None) 
     found = cached(version, cache)
     if found is not None:
         return found
-    mirror = artifacts.mirror_url(MIRROR_ENV)
+    mirror = mirror_url(MIRROR_ENV)
     if not mirror:
         raise KafkalabError(missing_message(version, cache) + f" (or set {MIRROR_ENV})")
     target = archive_path(version, cache)
-    with artifacts.cache_lock(target, f"Confluent {version}"):
+    with cache_lock(target, f"Confluent {version}"):
         return cached(version, cache) or download(mirror, version, target.parent)
 
 
@@ -90,8 +91,8 @@ def download(mirror: str, version: str, cache: Path) -> Path:
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=cache) as tmp:
         archive, checksum = Path(tmp) / name, Path(tmp) / f"{name}.sha256"
-        artifacts.download(url + ".sha256", checksum, f"Check {MIRROR_ENV}.")
-        artifacts.download(url, archive, f"Check {MIRROR_ENV}.")
+        download_file(url + ".sha256", checksum, f"Check {MIRROR_ENV}.")
+        download_file(url, archive, f"Check {MIRROR_ENV}.")
         verify_sha256(archive, checksum)
         checksum.replace(cache / checksum.name)
         archive.replace(cache / name)

@@ -28,17 +28,16 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
-from kafkalab import artifacts
+from kafkalab.artifacts import archive, maven
+from kafkalab.artifacts.cache import Progress, cache_dir, cache_lock
 from kafkalab.errors import KafkalabError
 
 SPARK_VERSION = "4.0.0"  # Scala 2.13 only from 4.0 on; its connector is on Maven Central
 SPARK_SCALA = "2.13"
 PIP_TIMEOUT = 1800
 
-Progress = Callable[[str], None]
 
 # Maven Central only: Spark's parent POM names other repositories, which we never use.
 MAVEN_SETTINGS = """<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">
@@ -85,7 +84,7 @@ def official_name(version: str = SPARK_VERSION) -> str:
 
 
 def connector_dir(version: str = SPARK_VERSION, cache: Path | None = None) -> Path:
-    return (cache or artifacts.cache_dir()) / f"spark-kafka-{version}"
+    return (cache or cache_dir()) / f"spark-kafka-{version}"
 
 
 def resolve_spark(
@@ -95,14 +94,14 @@ def resolve_spark(
     scala: str = SPARK_SCALA,
 ) -> Path:
     """Return the Spark tarball for this version, building it on first use."""
-    cache = cache or artifacts.cache_dir()
+    cache = cache or cache_dir()
     say = progress or (lambda _msg: None)
     target = cache / archive_name(version)
     what = f"Spark {version}"
-    with artifacts.cache_lock(target, what, progress, shared=True):
+    with cache_lock(target, what, progress, shared=True):
         if _checked(target):
             return target
-    with artifacts.cache_lock(target, what, progress):
+    with cache_lock(target, what, progress):
         if _checked(target):  # built while this one waited
             return target
         if target.exists():
@@ -114,9 +113,9 @@ def resolve_spark(
 
 def _checked(target: Path) -> bool:
     """The tarball is in the cache and matches its record (a mismatch is an error)."""
-    if not (target.exists() and artifacts.recorded(target).exists()):
+    if not (target.exists() and archive.recorded(target).exists()):
         return False
-    artifacts.verify_recorded(target, "kafkalab fetch --with spark")
+    archive.verify_recorded(target, "kafkalab fetch --with spark")
     return True
 
 
@@ -130,18 +129,18 @@ def _build(target: Path, version: str, cache: Path, say: Progress, scala: str) -
         assemble(home, connector, dist, f"{origin}; spark-sql-kafka-0-10_{scala} {version}")
         partial = work / target.name
         say(f"packing {target.name}")
-        write_tarball(dist, partial)
-        artifacts.record_and_replace(partial, target)
+        archive.write_tarball(dist, partial, compresslevel=1)  # jars are compressed already
+        archive.record_and_replace(partial, target)
 
 
 def unpacked(version: str = SPARK_VERSION, cache: Path | None = None) -> Path:
     """SPARK_HOME of the cached tarball on the controller (the driver side uses it)."""
-    tgz = (cache or artifacts.cache_dir()) / archive_name(version)
+    tgz = (cache or cache_dir()) / archive_name(version)
     if not tgz.exists():
         raise KafkalabError(
             f"Spark {version} is not in the artifact cache yet: run `kafkalab spark fetch`"
         )
-    return artifacts.unpacked(tgz)
+    return archive.unpacked(tgz)
 
 
 # --- where Spark comes from ----------------------------------------------------------------
@@ -151,7 +150,7 @@ def spark_home(version: str, cache: Path, work: Path, say: Progress) -> tuple[Pa
     """A directory laid out like SPARK_HOME (bin/, jars/, python/lib/) and where it came from."""
     official = cache / official_name(version)
     if official.exists():
-        artifacts.verify_sha512(official)
+        archive.verify_sha512(official)
         say(f"using the official {official.name}")
         with tarfile.open(official) as tar:
             tar.extractall(work / "official", filter="data")
@@ -260,7 +259,7 @@ def kafka_connector(version: str, cache: Path, say: Progress, scala: str = SPARK
         (work / "pom.xml").write_text(CONNECTOR_POM.format(version=version, scala=scala))
         (work / "settings.xml").write_text(MAVEN_SETTINGS)
         jars = work / "jars"
-        artifacts.mvn_copy_dependencies(
+        maven.mvn_copy_dependencies(
             work / "pom.xml",
             jars,
             cache,
@@ -314,18 +313,3 @@ def assemble(home: Path, connector: Path, dist: Path, origin: str) -> None:
     (dist / "RELEASE").write_text(
         f"Spark for kafkalab, from: {origin}\nadded jars: {', '.join(added)}\n"
     )
-
-
-def write_tarball(dist: Path, dest: Path) -> None:
-    """Tar `dist` as its own top dir, owned by root; bin/ and sbin/ scripts executable.
-    Jars are compressed already: the fastest gzip level costs little size."""
-
-    def normalise(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = "root"
-        executable = info.isdir() or Path(info.name).parent.name in ("bin", "sbin")
-        info.mode = 0o755 if executable else 0o644
-        return info
-
-    with tarfile.open(dest, "w:gz", compresslevel=1) as tar:
-        tar.add(dist, arcname=dist.name, filter=normalise)

@@ -1,0 +1,8 @@
+"""Artifacts: what the roles install, fetched or built once into the cache, checked each time.
+
+`kafka` (the Kafka distribution), `spark` (Spark with its Kafka connector), `ksqldb`
+(Confluent's community archive); what they share: `cache` (where, and the lock a builder
+holds), `archive` (checksums, mirrors, packing and unpacking tarballs), `maven` (jars from
+Maven Central). The base image and the Vagrant box are built under the same cache lock
+(kafkalab.targets.image, .box).
+"""
