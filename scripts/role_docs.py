@@ -98,7 +98,7 @@ def variables_section(role: Path) -> str:
         optional = {k: v for k, v in options.items() if not v.get("required")}
         where = "" if entry == "main" else f" of `tasks_from: {entry}`"
         if required:
-            out += ["", f"Set by the inventory{where} (no default):", "", *table(required)]
+            out += ["", f"Required{where} (no default):", "", *table(required)]
         if optional:
             source = " (`defaults/main.yml`)" if (role / "defaults" / "main.yml").exists() else ""
             out += ["", f"Defaults{where}{source}:", "", *table(optional)]
