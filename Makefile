@@ -30,7 +30,7 @@ test-fast: setup
 	.venv/bin/pytest -m "not cluster and not molecule and not slow and not vm"
 
 lint:
-	.venv/bin/ruff check kafkalab tests bench labs spark
+	.venv/bin/ruff check kafkalab tests bench labs spark scripts
 	cd ansible && ../.venv/bin/ansible-lint --profile production
 
 down:

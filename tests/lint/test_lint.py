@@ -18,7 +18,9 @@ def run(cmd, cwd=None):
 
 
 def test_ruff():
-    proc = run([str(BIN / "ruff"), "check", "kafkalab", "tests", "bench", "labs", "spark"])
+    proc = run(
+        [str(BIN / "ruff"), "check", "kafkalab", "tests", "bench", "labs", "spark", "scripts"]
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
