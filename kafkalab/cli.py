@@ -13,7 +13,6 @@ import typer
 
 from kafkalab import doctor as doctor_mod
 from kafkalab import render, topology
-from kafkalab import spark as spark_mod
 from kafkalab import status as status_mod
 from kafkalab.artifacts import archive
 from kafkalab.artifacts import kafka as kafka_artifact
@@ -24,6 +23,7 @@ from kafkalab.commands import fault as fault_cmd
 from kafkalab.commands import lab as lab_cmd
 from kafkalab.commands import spark as spark_cmd
 from kafkalab.errors import KafkalabError
+from kafkalab.streaming import spark as spark_mod
 from kafkalab.targets import image
 from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.targets.statedir import one_command

@@ -50,3 +50,24 @@ def as_json(data: Any) -> None:
 def plural(n: int, word: str) -> str:
     """`1 record`, `2 records`."""
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def detail(text: str, style: str = "") -> None:
+    """A line under a step or a check, indented."""
+    console.print(Text("    " + text, style=style))
+
+
+def command(where: str, line: str) -> None:
+    """A command as a learner would type it, and where (`kafka1$ kafka-topics.sh ...`)."""
+    console.print(Text(f"{where}$ ", style="bold") + Text(line, style="bold"))
+
+
+def output(text: str, limit: int | None = None) -> None:
+    """A command's output, indented; with a limit, its first and last lines."""
+    lines = text.rstrip("\n").splitlines()
+    if limit and len(lines) > limit:
+        head, tail = (limit + 1) // 2, limit // 2
+        hidden = len(lines) - head - tail
+        lines = [*lines[:head], f"… ({hidden} more lines) …", *lines[len(lines) - tail :]]
+    for line in lines:
+        console.print(Text("  " + line, style="dim"))

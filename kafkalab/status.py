@@ -1,13 +1,14 @@
-"""What the lab looks like right now: machines, services, ids, who leads."""
+"""What the cluster looks like right now: machines, services, ids, who leads."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafkalab import client, inventory
-from kafkalab.labs_quorum import zk_srvr
+from kafkalab import inventory
+from kafkalab.kafka import quorum, tools
 from kafkalab.targets import boot, netns
 from kafkalab.targets.embedded import EmbeddedCluster
 
@@ -21,47 +22,21 @@ SERVICES = {
 }
 
 
-def zk_mode(address: str, timeout: float = 2.0) -> str | None:
-    """ZooKeeper's own answer to `srvr`: leader, follower or standalone (caller in lab netns)."""
-    return zk_srvr(address, timeout).get("Mode")
-
-
-def _run(lab: EmbeddedCluster, name: str, command: list[str], timeout: float = 60) -> str:
+def _run(cluster: EmbeddedCluster, name: str, script: str, timeout: float = 60) -> str:
+    """What a script on a machine printed ("" when it took over `timeout`)."""
     try:
-        proc = subprocess.run(
-            lab.login_command(name, command), capture_output=True, text=True, timeout=timeout
-        )
+        return cluster.sh(name, script, timeout).stdout
     except subprocess.TimeoutExpired:
         return ""
-    return proc.stdout
 
 
-def quorum_leader(lab: EmbeddedCluster, via: str, bootstrap: str) -> int | None:
-    """The active KRaft controller's node id, from kafka-metadata-quorum.sh."""
-    out = _run(
-        lab,
-        via,
-        [
-            "/opt/kafka/bin/kafka-metadata-quorum.sh",
-            "--bootstrap-server",
-            bootstrap,
-            "describe",
-            "--status",
-        ],
-    )
-    for line in out.splitlines():
-        if line.strip().startswith("LeaderId:"):
-            return int(line.split(":", 1)[1])
-    return None
-
-
-def collect(lab: EmbeddedCluster) -> dict[str, Any]:
+def collect(cluster: EmbeddedCluster) -> dict[str, Any]:
     """Status as data (the table and --json both come from this)."""
-    topo = lab.topology()
-    if topo is None or not lab.inventory_path.exists():
+    topo = cluster.topology()
+    if topo is None or not cluster.inventory_path.exists():
         return {"lab": None, "machines": []}
-    hosts = inventory.hosts(inventory.load(lab.inventory_path))
-    machines = {m.name: m for m in lab.machines()}
+    hosts = inventory.hosts(inventory.load(cluster.inventory_path))
+    machines = {m.name: m for m in cluster.machines()}
 
     def one(name: str) -> dict[str, Any]:
         hv = hosts[name]
@@ -70,7 +45,7 @@ def collect(lab: EmbeddedCluster) -> dict[str, Any]:
         booted = boot.state(machines[name], timeout=10) if running else boot.BootState("stopped")
         states = {s: "machine stopped" for s in services}
         if running and services:
-            out = _run(lab, name, ["systemctl", "is-active", *services], timeout=20).split()
+            out = _run(cluster, name, shlex.join(["systemctl", "is-active", *services]), 20).split()
             states = dict(zip(services, out or ["unreachable"] * len(services), strict=False))
         return {
             "host": name,
@@ -89,7 +64,10 @@ def collect(lab: EmbeddedCluster) -> dict[str, Any]:
     live = [r for r in rows if r["services"].get("kafka") == "active"]
     if topo.mode == "kraft" and live:
         bootstrap = ",".join(f"{r['address']}:9092" for r in live)
-        lead["active_controller"] = quorum_leader(lab, live[0]["host"], bootstrap)
+        via = live[0]["host"]
+        lead["active_controller"] = quorum.active_controller(
+            tools.printed(cluster, via), bootstrap
+        )
     combined = topo.mode == "kraft" and topo.controllers == 0
     for r in rows:
         if combined and "kafka_broker" in r["roles"]:
@@ -98,19 +76,22 @@ def collect(lab: EmbeddedCluster) -> dict[str, Any]:
         bootstrap = ",".join(f"{r['address']}:9092" for r in live)
         try:
             lead["active_controller"] = netns.run_in(
-                lab.ns, lambda: client.controller_id(bootstrap)
+                cluster.ns, lambda: quorum.controller_id(bootstrap)
             )
         except Exception:  # a cluster in trouble still gets a status table
             lead["active_controller"] = None
     if topo.mode == "zookeeper":
         zk = [r for r in rows if "zookeeper" in r["roles"]]
-        modes = netns.run_in(lab.ns, lambda: {r["host"]: zk_mode(r["address"]) for r in zk})
+        modes = netns.run_in(
+            cluster.ns, lambda: {r["host"]: quorum.zk_mode(r["address"]) for r in zk}
+        )
         for r in zk:
             r["zookeeper_mode"] = modes[r["host"]]
         lead["zookeeper_leader"] = next((h for h, m in modes.items() if m == "leader"), None)
     for r in rows:
         r["leader"] = _leader_mark(r, lead)
-    return {"lab": {"netns": lab.ns, **lead, "state": str(lab.state)}, "machines": rows}
+    # "lab" is the key `status --json` has always had for the cluster.
+    return {"lab": {"netns": cluster.ns, **lead, "state": str(cluster.state)}, "machines": rows}
 
 
 def _leader_mark(row: dict[str, Any], lead: dict[str, Any]) -> str:

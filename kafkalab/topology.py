@@ -21,6 +21,8 @@ from pydantic import (
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import repo_root
 
+Mode = Literal["kraft", "zookeeper"]
+MODES: tuple[Mode, ...] = ("kraft", "zookeeper")
 # 3.9 is the last Kafka line with both KRaft and ZooKeeper; the launchers and roles
 # are written and tested against it.
 SUPPORTED_KAFKA_VERSIONS = ("3.9.0", "3.9.1", "3.9.2")
@@ -47,7 +49,7 @@ class Topology(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: Literal["kraft", "zookeeper"] = "kraft"
+    mode: Mode = "kraft"
     # Counts and sizes are whole numbers as written: strict, so `true` is not 1, nor "3" 3.
     brokers: int = Field(3, ge=1, le=9, strict=True)
     controllers: int = Field(0, ge=0, le=5, strict=True)

@@ -9,7 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkalab import faults, render, scenario_run, scenarios
+from kafkalab import render
+from kafkalab.failover import faults, runner, verdict
+from kafkalab.failover import scenario as scenarios
 from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.targets.statedir import one_command
 
@@ -129,7 +131,7 @@ def run(
 ) -> None:
     """Run a scenario against the lab and give the verdict (exit 1 when it fails)."""
     scenario = scenarios.load(name)
-    result = scenario_run.run(
+    result = runner.run(
         EmbeddedCluster(),
         scenario,
         records=records,
@@ -138,7 +140,7 @@ def run(
         keep_topic=keep_topic,
         progress=render.step,
     )
-    data = scenario_run.to_dict(result)
+    data = verdict.to_dict(result)
     _render_result(data)
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ from typing import Annotated
 
 import typer
 
-from kafkalab import labs_runner, render
+from kafkalab import render
+from kafkalab.labs import runner
 from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(help="Labs for learners: list, start, check, solve, reset.", no_args_is_help=True)
@@ -18,7 +19,7 @@ def list_() -> None:
     render.table(
         "labs (kafkalab lab start NN)",
         ["lab", "title", "runs on", "brokers", "state"],
-        labs_runner.rows(),
+        runner.rows(),
     )
 
 
@@ -26,13 +27,13 @@ def list_() -> None:
 @one_command
 def start(lab: LabRef) -> None:
     """Bring the cluster to the lab's starting state and show where its README is."""
-    labs_runner.start(lab)
+    runner.start(lab)
 
 
 @app.command()
 def check(lab: LabRef) -> None:
     """Check on the cluster what the lab asks for; say what is still missing."""
-    if not labs_runner.check(lab):
+    if not runner.check(lab):
         raise typer.Exit(1)
 
 
@@ -45,7 +46,7 @@ def solve(
     ] = True,
 ) -> None:
     """Run the reference solution step by step, printing each command and its output."""
-    if not labs_runner.solve(lab, from_start=reset):
+    if not runner.solve(lab, from_start=reset):
         raise typer.Exit(1)
 
 
@@ -53,4 +54,4 @@ def solve(
 @one_command
 def reset(lab: LabRef) -> None:
     """Back to the lab's starting state (no re-provisioning): a fresh try."""
-    labs_runner.reset(lab)
+    runner.reset(lab)

@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 
-from kafkalab import render, streaming
-from kafkalab import spark as spark_mod
+from kafkalab import render
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
+from kafkalab.streaming import expected as streaming
+from kafkalab.streaming import spark as spark_mod
 from kafkalab.targets import netns
 from kafkalab.targets.statedir import one_command
 
@@ -56,13 +57,15 @@ def submit(
         if not sep:
             raise KafkalabError(f"--conf takes key=value (got {item!r})")
         settings[key] = value
-    sc = spark_mod.cluster()
+    sc = spark_mod.locate()
     path = spark_mod.resolve_job(job)
     render.step(
-        f"submitting {path.name} to {sc.master_url} (driver here in {sc.lab.ns}, checkpoint"
+        f"submitting {path.name} to {sc.master_url} (driver here in {sc.cluster.ns}, checkpoint"
         f" {sc.checkpoint(spark_mod.job_name(path))}); Ctrl-C stops it"
     )
-    code = spark_mod.submit(path, args or [], lab=sc.lab, conf=settings, stop_after=stop_after)
+    code = spark_mod.submit(
+        path, args or [], cluster=sc.cluster, conf=settings, stop_after=stop_after
+    )
     if stop_after is not None and code != 0:
         render.ok(f"stopped {path.name} after {stop_after:g}s (its checkpoint is kept)")
         return
@@ -73,7 +76,7 @@ def submit(
 @app.command()
 def status() -> None:
     """The master, its workers and the running applications (from the master's /json)."""
-    sc = spark_mod.cluster()
+    sc = spark_mod.locate()
     state = spark_mod.master_state(sc)
     workers = state.get("workers") or []
     apps = state.get("activeapps") or []
@@ -107,9 +110,9 @@ def check_counts(
     ] = streaming.RIDES_CSV,
 ) -> None:
     """Compare the windowed counts in the sink with counts computed from the CSV."""
-    sc = spark_mod.cluster()
+    sc = spark_mod.locate()
     rides = streaming.read_rides(csv)
-    records = netns.run_in(sc.lab.ns, lambda: streaming.read_topic(sc.bootstrap, topic))
+    records = netns.run_in(sc.cluster.ns, lambda: streaming.read_topic(sc.bootstrap, topic))
     report = streaming.compare_counts(
         streaming.expected_counts(rides), streaming.parse_counts(records)
     )

@@ -366,6 +366,17 @@ class EmbeddedCluster:
         """Run `command` on a machine in a login shell (Kafka tools on PATH, LOG_DIR set)."""
         return self.ssh_command(name, ["bash", "-lc", shlex.join(command)])
 
+    def sh(self, name: str, script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A shell script on a machine, in a login shell, its output captured (raises
+        subprocess.TimeoutExpired after `timeout` seconds)."""
+        return subprocess.run(
+            self.login_command(name, ["bash", "-c", script]),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
     def ssh_command(self, name: str, command: list[str], tty: bool = False) -> list[str]:
         """An ssh call to a machine, run inside the cluster's namespace."""
         address = self.machine(name).address

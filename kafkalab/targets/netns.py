@@ -216,7 +216,7 @@ def run_in(ns: str, fn: Callable[[], T]) -> T:
 def current() -> str | None:
     """The name of the named namespace the calling thread is in, if any."""
     try:
-        here = os.stat("/proc/thread-self/ns/net").st_ino
+        here = _inode_here()
         names = list(NETNS_RUN.iterdir()) if NETNS_RUN.exists() else []
     except OSError:
         return None
@@ -227,6 +227,28 @@ def current() -> str | None:
         except OSError:
             continue
     return None
+
+
+def _inode_here() -> int:
+    return os.stat("/proc/thread-self/ns/net").st_ino
+
+
+def require_inside(ns: str | None = None) -> None:
+    """Refuse to go on from a thread outside the cluster's network namespace (`ns`, or any
+    namespace kafkalab named). Cluster addresses exist only in there; from the host's
+    namespace they would be someone else's private addresses: never send a byte there.
+    Every Kafka client kafkalab makes is made after this check (kafkalab.kafka.clients)."""
+    try:
+        here: int | None = _inode_here()
+    except OSError:
+        here = None
+    inside = here is not None and here == _inode(ns) if ns else current() is not None
+    if not inside:
+        where = f" {ns}" if ns else ""
+        raise KafkalabError(
+            "refusing to talk to the lab from the host's network namespace: "
+            f"run this inside the lab network{where} (netns.run_in / kafkalab shell)"
+        )
 
 
 def enter(ns: str) -> None:

@@ -9,11 +9,12 @@ again) or missing fails the check.
 
 import sys
 
-from kafkalab import spark, streaming
+from kafkalab.streaming import expected as streaming
+from kafkalab.streaming import spark
 
 
 def main() -> None:
-    sc = spark.cluster()
+    sc = spark.locate()
     rides = streaming.read_rides()
     records = streaming.read_topic(sc.bootstrap, "rides-counts")
     report = streaming.compare_counts(

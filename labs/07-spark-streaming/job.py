@@ -15,14 +15,15 @@ import argparse
 import sys
 import time
 
-from kafkalab import spark, streaming
 from kafkalab.errors import KafkalabError
+from kafkalab.streaming import expected as streaming
+from kafkalab.streaming import spark
 
 JOB = "ride_counts"
 
 
 def until_caught_up(timeout: float) -> int:
-    sc = spark.cluster()
+    sc = spark.locate()
     rides = streaming.rides_in_topic(sc.bootstrap, "rides")
     if not rides:
         print("no rides in topic rides yet: run produce.py first")
@@ -32,7 +33,7 @@ def until_caught_up(timeout: float) -> int:
         f"{len(rides)} rides in topic rides; the watermark will close {len(closed)} windows",
         flush=True,
     )
-    job = spark.start(JOB, ["--every", "5 seconds"], lab=sc.lab)
+    job = spark.start(JOB, ["--every", "5 seconds"], cluster=sc.cluster)
     started, seen = time.monotonic(), -1
     try:
         while time.monotonic() - started < timeout:

@@ -8,7 +8,7 @@ Run it from `kafkalab shell` (inside the lab network, where ksql1 resolves):
     .venv/bin/python labs/08-ksqldb-riders/riders.py pull     # pull query, current state
     .venv/bin/python labs/08-ksqldb-riders/riders.py drop     # drop it all (and the topics)
 
-The client is kafkalab.streaming_ksqldb.KsqlClient (httpx), not ksql-python: POST /ksql
+The client is kafkalab.streaming.ksqldb_client.KsqlClient (httpx), not ksql-python: POST /ksql
 for statements, POST /query-stream for push and pull queries.
 """
 
@@ -21,7 +21,7 @@ import time
 
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.errors import KafkalabError
-from kafkalab.streaming_ksqldb import KsqlClient
+from kafkalab.streaming.ksqldb_client import KsqlClient
 from kafkalab.targets.embedded import EmbeddedCluster
 
 CREATE_STREAM = """

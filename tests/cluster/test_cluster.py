@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from kafkalab import client, status
+from kafkalab.kafka import quorum
+from tests import client
 from tests.infra.test_hosts import props, server_properties
 
 pytestmark = pytest.mark.cluster
@@ -50,7 +51,7 @@ def test_leadership(cluster):
         zk = [
             hv["kafkalab_address"] for hv in cluster.hosts.values() if "zookeeper" in hv["groups"]
         ]
-        modes = sorted(status.zk_mode(a) or "down" for a in zk)
+        modes = sorted(quorum.zk_mode(a) or "down" for a in zk)
         assert modes == ["follower", "follower", "leader"]
         assert client.controller_id(cluster.bootstrap) in {1, 2, 3}
     else:

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import socket
 import time
-from typing import Any
 
-from confluent_kafka.admin import AdminClient
-
-from kafkalab.verify import RDKAFKA_LOG
+from kafkalab.kafka import clients
 
 
 def listening(bootstrap: str) -> list[str]:
@@ -29,9 +26,8 @@ def healthy(bootstrap: str, brokers: int = 3) -> tuple[bool, str]:
     """All brokers listening and registered, every partition of every topic led, ISR full."""
     if down := listening(bootstrap):
         return False, f"not listening: {down}"
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": 5000}
-    config["logger"] = RDKAFKA_LOG  # no connection-refused lines while a broker starts
-    admin = AdminClient(config)
+    # kafkalab's quiet clients: no connection-refused lines while a broker starts
+    admin = clients.admin(bootstrap, {"socket.timeout.ms": 5000})
     md = admin.list_topics(timeout=10)
     short = [
         f"{t.topic}-{p.id} isr={sorted(p.isrs)} replicas={sorted(p.replicas)}"

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from kafkalab import faults, scenarios
 from kafkalab.errors import KafkalabError
+from kafkalab.failover import faults
+from kafkalab.failover import scenario as scenarios
 
 REQUIRED = {
     "leader-clean-shutdown",

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kafkalab import scenarios
+from kafkalab.failover import scenario as scenarios
 from tests.failover.helpers import healthy, wait_healthy
 
 pytestmark = pytest.mark.cluster

@@ -13,8 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafkalab import labs, labs_checks, labs_quorum, labs_runner
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka import partitioner, quorum
+from kafkalab.labs import catalog, runner
+from kafkalab.labs.definition import Lab
+from kafkalab.labs.progress import Progress
 from kafkalab.topology import Topology
 
 GOOD = {
@@ -47,30 +50,30 @@ def changed(**updates) -> dict:
 
 
 def test_shipped_labs_load():
-    found = labs.discover()
+    found = catalog.discover()
     bad = [x for x in found if isinstance(x, KafkalabError)]
     assert not bad, bad
-    ids = [x.id for x in found if isinstance(x, labs.Lab)]
+    ids = [x.id for x in found if isinstance(x, Lab)]
     assert ids[:6] == ["01", "02", "03", "04", "05", "06"]
     assert ids == sorted(set(ids))
     for lab in found:
-        assert isinstance(lab, labs.Lab)
+        assert isinstance(lab, Lab)
         assert lab.readme.read_text().startswith(f"# Lab {lab.id}")
         assert "## Check" in lab.readme.read_text()
         assert f"lab check {lab.id}" in lab.readme.read_text()
 
 
 def test_find_by_number_or_name():
-    assert labs.find("3").slug == "03-consumer-groups"
-    assert labs.find("03").slug == "03-consumer-groups"
-    assert labs.find("consumer-groups").slug == "03-consumer-groups"
-    assert labs.find("labs/03-consumer-groups/").slug == "03-consumer-groups"
+    assert catalog.find("3").slug == "03-consumer-groups"
+    assert catalog.find("03").slug == "03-consumer-groups"
+    assert catalog.find("consumer-groups").slug == "03-consumer-groups"
+    assert catalog.find("labs/03-consumer-groups/").slug == "03-consumer-groups"
     with pytest.raises(KafkalabError, match=r"no lab '99'; labs: 01 \(first-topic\)"):
-        labs.find("99")
+        catalog.find("99")
 
 
 def test_a_good_tiny_lab(tmp_path):
-    lab = labs.load(make_lab(tmp_path, GOOD))
+    lab = catalog.load(make_lab(tmp_path, GOOD))
     assert (lab.id, lab.title, lab.topics()) == ("07", "Tiny", ["tiny"])
     assert lab.spec.needs.modes == ["kraft", "zookeeper"]
 
@@ -145,7 +148,7 @@ def test_a_good_tiny_lab(tmp_path):
 )
 def test_bad_definition_is_one_clear_line(tmp_path, definition, expected):
     with pytest.raises(KafkalabError) as err:
-        labs.load(make_lab(tmp_path, definition))
+        catalog.load(make_lab(tmp_path, definition))
     message = str(err.value)
     assert expected in message
     assert "\n" not in message
@@ -154,18 +157,18 @@ def test_bad_definition_is_one_clear_line(tmp_path, definition, expected):
 
 def test_folder_name_and_readme_are_required(tmp_path):
     with pytest.raises(KafkalabError, match="a lab folder is named NN-name"):
-        labs.load(make_lab(tmp_path, GOOD, name="tiny"))
+        catalog.load(make_lab(tmp_path, GOOD, name="tiny"))
     with pytest.raises(KafkalabError, match=r"no README\.md for the learner"):
-        labs.load(make_lab(tmp_path, GOOD, name="08-tiny", readme=False))
+        catalog.load(make_lab(tmp_path, GOOD, name="08-tiny", readme=False))
 
 
 def test_a_broken_lab_does_not_hide_the_others(tmp_path):
     make_lab(tmp_path, GOOD, name="01-good")
     make_lab(tmp_path, "title: [", name="02-broken")
-    found = labs.discover(tmp_path)
-    assert isinstance(found[0], labs.Lab)
+    found = catalog.discover(tmp_path)
+    assert isinstance(found[0], Lab)
     assert isinstance(found[1], KafkalabError)
-    assert labs.find("01", tmp_path).title == "Tiny"
+    assert catalog.find("01", tmp_path).title == "Tiny"
 
 
 def _broken(path: Path) -> None:
@@ -202,28 +205,28 @@ def test_unreadable_definition_is_one_line_in_the_list(tmp_path, content, expect
         content(path)
     else:
         (path / "lab.yml").write_bytes(content)
-    found = labs.discover(tmp_path)
-    assert isinstance(found[0], labs.Lab)
+    found = catalog.discover(tmp_path)
+    assert isinstance(found[0], Lab)
     assert isinstance(found[1], KafkalabError)
     message = str(found[1])
     assert expected in message and "\n" not in message
     with pytest.raises(KafkalabError, match=re.escape(expected)):
-        labs.find("07", tmp_path)
+        catalog.find("07", tmp_path)
 
 
 def test_an_unforeseen_failure_still_lists_the_others(tmp_path, monkeypatch):
     make_lab(tmp_path, GOOD, name="01-good")
     make_lab(tmp_path, GOOD, name="02-odd")
-    real = labs._cross_check
+    real = catalog._cross_check
 
     def flaky(lab, source):
         if lab.id == "02":
             raise RuntimeError("a bug in a check")
         real(lab, source)
 
-    monkeypatch.setattr(labs, "_cross_check", flaky)
-    found = labs.discover(tmp_path)
-    assert isinstance(found[0], labs.Lab)
+    monkeypatch.setattr(catalog, "_cross_check", flaky)
+    found = catalog.discover(tmp_path)
+    assert isinstance(found[0], Lab)
     assert str(found[1]) == "02-odd/lab.yml: cannot be loaded: RuntimeError('a bug in a check')"
 
 
@@ -232,35 +235,35 @@ def topo(**kw) -> Topology:
 
 
 def test_cluster_requirements_are_checked_first(tmp_path):
-    lab04 = labs.find("04")
+    lab04 = catalog.find("04")
     with pytest.raises(KafkalabError, match=r"no cluster here yet: run `kafkalab up` first"):
-        labs_runner.require(None, lab04)
+        runner.require(None, lab04)
     with pytest.raises(
         KafkalabError,
         match=r"replication factor 3 is larger than the number "
         r"of brokers \(1\)",
     ):
-        labs_runner.require(topo(brokers=1), lab04)
-    kraft_only = labs.load(make_lab(tmp_path, changed(needs={"modes": ["kraft"]})))
+        runner.require(topo(brokers=1), lab04)
+    kraft_only = catalog.load(make_lab(tmp_path, changed(needs={"modes": ["kraft"]})))
     with pytest.raises(
         KafkalabError,
         match=r"runs on a kraft cluster; this one is zookeeper.*`kafkalab up --mode kraft`",
     ):
-        labs_runner.require(topo(mode="zookeeper"), kraft_only)
-    three = labs.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three"))
+        runner.require(topo(mode="zookeeper"), kraft_only)
+    three = catalog.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three"))
     with pytest.raises(
         KafkalabError, match="needs 3 brokers; this cluster has 2: run `kafkalab up --brokers 3`"
     ):
-        labs_runner.require(topo(brokers=2), three)
-    spark = labs.load(make_lab(tmp_path, changed(needs={"extra_hosts": ["spark"]}), "09-spark"))
+        runner.require(topo(brokers=2), three)
+    spark = catalog.load(make_lab(tmp_path, changed(needs={"extra_hosts": ["spark"]}), "09-spark"))
     with pytest.raises(
         KafkalabError,
         match=r"needs the spark host\(s\) this cluster does not "
         r"have: run `kafkalab up --with spark`",
     ):
-        labs_runner.require(topo(), spark)
-    assert labs_runner.require(topo(extra_hosts=["spark"]), spark).extra_hosts == ["spark"]
-    assert labs_runner.require(topo(), lab04).brokers == 3
+        runner.require(topo(), spark)
+    assert runner.require(topo(extra_hosts=["spark"]), spark).extra_hosts == ["spark"]
+    assert runner.require(topo(), lab04).brokers == 3
 
 
 def kafkalab(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -274,7 +277,7 @@ def test_cli_list_and_refusals(tmp_path):
     proc = kafkalab(tmp_path / "state", "lab", "list")
     assert proc.returncode == 0, proc.stderr
     assert "03" in proc.stdout and "Consumer groups" in proc.stdout
-    assert proc.stdout.count("not started") == len(labs.folders())
+    assert proc.stdout.count("not started") == len(catalog.folders())
     proc = kafkalab(tmp_path / "state", "lab", "start", "04")
     assert proc.returncode == 2
     assert "no cluster here yet" in proc.stderr and "Traceback" not in proc.stderr
@@ -291,8 +294,8 @@ def test_cli_list_and_refusals(tmp_path):
 
 
 def test_progress_is_kept_per_lab(tmp_path):
-    progress = labs.Progress(tmp_path)
-    lab = labs.find("01")
+    progress = Progress(tmp_path)
+    lab = catalog.find("01")
     assert progress.state(lab) == "not started"
     progress.set(lab, "in progress", baseline={"x": 1})
     progress.set(lab, "passed")
@@ -303,7 +306,7 @@ def test_progress_is_kept_per_lab(tmp_path):
 
 def test_murmur2_matches_kafka_and_the_lab_script():
     # seed 004: keys 1..5 over two partitions -> 2 and 5 in partition 0, 1, 3, 4 in partition 1
-    assert [labs_checks.java_partition(k, 2) for k in "12345"] == [1, 0, 1, 1, 0]
+    assert [partitioner.java_partition(k, 2) for k in "12345"] == [1, 0, 1, 1, 0]
     # org.apache.kafka.common.utils.UtilsTest#testMurmur2
     cases = {
         "21": -973932308,
@@ -313,8 +316,8 @@ def test_murmur2_matches_kafka_and_the_lab_script():
         "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
     }
     for text, signed in cases.items():
-        assert labs_checks.murmur2(text.encode()) == signed & 0xFFFFFFFF
-    script = labs.find("02").path / "where.py"
+        assert partitioner.murmur2(text.encode()) == signed & 0xFFFFFFFF
+    script = catalog.find("02").path / "where.py"
     out = subprocess.run(
         [sys.executable, str(script), "--partitions", "3", "alice", "carol"],
         capture_output=True,
@@ -334,7 +337,7 @@ def test_quorum_table_is_parsed():
         "1     \tAAAAAAAAAAAAAAAAAAAAAA\t722         \t0  \t1795308217320     \t1795308217320"
         "        \tFollower\t\n"
     )
-    rows = labs_quorum._table(text)
+    rows = quorum._table(text)
     assert [(r["NodeId"], r["Status"], r["Lag"]) for r in rows] == [
         ("2", "Leader", "0"),
         ("1", "Follower", "0"),
@@ -345,8 +348,8 @@ def test_cli_list_flags_a_broken_lab_and_lists_the_others(tmp_path):
     make_lab(tmp_path / "labs", GOOD, name="01-good")
     (make_lab(tmp_path / "labs", GOOD, name="02-broken") / "lab.yml").write_bytes(b"title: \xff\n")
     script = (
-        "import sys; from pathlib import Path; from kafkalab import labs; "
-        f"labs.labs_root = lambda: Path({str(tmp_path / 'labs')!r}); "
+        "import sys; from pathlib import Path; from kafkalab.labs import catalog; "
+        f"catalog.labs_root = lambda: Path({str(tmp_path / 'labs')!r}); "
         "sys.argv = ['kafkalab', 'lab', 'list']; from kafkalab.cli import main; main()"
     )
     env = dict(

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import spark as spark_mod
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.paths import repo_root
+from kafkalab.streaming import spark as spark_mod
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
 
@@ -41,13 +41,13 @@ class StreamingLab:
     ns: str
     state: Path
     env: dict[str, str]
-    lab: EmbeddedCluster
+    cluster: EmbeddedCluster
     timings: dict[str, float] = field(default_factory=dict)
     mode: str = "kraft"
 
     @property
     def spark(self) -> spark_mod.SparkCluster:
-        return spark_mod.cluster(self.lab)
+        return spark_mod.locate(self.cluster)
 
     @property
     def inventory_path(self) -> Path:
@@ -97,8 +97,8 @@ def streaming_lab() -> Iterator[StreamingLab]:
         extra = "spark,ksqldb" if ksqldb_artifact.cached() else "spark"
         lab.kafkalab("up", "--mode", "kraft", "--brokers", str(BROKERS), "--with", extra)
         lab.timings = {"spark artifact": fetched, "lab up": time.monotonic() - started}
-        lab.lab = EmbeddedCluster(state)
-        lab.lab.ns = NETNS
+        lab.cluster = EmbeddedCluster(state)
+        lab.cluster.ns = NETNS
         netns.enter(NETNS)
         yield lab
     finally:

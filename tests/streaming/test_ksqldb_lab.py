@@ -11,7 +11,7 @@ import pytest
 
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.paths import repo_root
-from kafkalab.streaming_ksqldb import KsqlClient
+from kafkalab.streaming.ksqldb_client import KsqlClient
 
 pytestmark = [pytest.mark.cluster, pytest.mark.streaming]
 
@@ -29,11 +29,11 @@ def riders_script() -> ModuleType:
 def ksql(streaming_lab):
     if ksqldb_artifact.cached() is None:
         pytest.skip(ksqldb_artifact.missing_message())
-    topo = streaming_lab.lab.topology()
+    topo = streaming_lab.cluster.topology()
     if topo is None or not any("ksqldb" in m.groups for m in topo.machines()):
         pytest.skip("the streaming lab has no ksqlDB host (the archive came after it was up)")
     riders = riders_script()
-    with KsqlClient(riders.server_url(streaming_lab.lab)) as client:
+    with KsqlClient(riders.server_url(streaming_lab.cluster)) as client:
         client.wait_running()
         yield riders, client
 

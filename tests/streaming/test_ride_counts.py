@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import spark, streaming
+from kafkalab.streaming import expected as streaming
+from kafkalab.streaming import spark
+from tests.streaming import helpers
 
 pytestmark = [pytest.mark.cluster, pytest.mark.streaming]
 
@@ -41,7 +43,7 @@ def test_the_csv_fits_the_watermark():
     rides = streaming.read_rides()
     assert len(rides) >= 2000
     # Late rides exist, but less late than the job's 2-minute watermark: every one counts.
-    assert 0 < streaming.max_lateness(rides).total_seconds() < 120
+    assert 0 < helpers.max_lateness(rides).total_seconds() < 120
 
 
 def test_counts_match_the_csv_and_a_restart_resumes(streaming_lab, tmp_path):
@@ -56,7 +58,11 @@ def test_counts_match_the_csv_and_a_restart_resumes(streaming_lab, tmp_path):
     log1 = tmp_path / "run1.log"
     started = time.monotonic()
     job = spark.start(
-        "ride_counts", ["--no-console", "--every", "3 seconds"], lab=sc.lab, conf=QUICK, output=log1
+        "ride_counts",
+        ["--no-console", "--every", "3 seconds"],
+        cluster=sc.cluster,
+        conf=QUICK,
+        output=log1,
     )
     try:
         report = None
@@ -70,7 +76,7 @@ def test_counts_match_the_csv_and_a_restart_resumes(streaming_lab, tmp_path):
         timings["job 1 first run (to all closed windows)"] = time.monotonic() - started
     finally:
         spark.stop(job)  # SIGTERM to spark-submit and the Python driver, as Ctrl-C
-    spark.wait_idle(sc)
+    helpers.wait_idle(sc)
     checkpoint = sc.checkpoint("ride-counts")
     first_batches = batches(checkpoint, "rides_counts_kafka")
     assert first_batches, "the first run committed no batch to its checkpoint"
@@ -81,7 +87,7 @@ def test_counts_match_the_csv_and_a_restart_resumes(streaming_lab, tmp_path):
     log2 = tmp_path / "run2.log"
     started = time.monotonic()
     code = spark.submit(
-        "ride_counts", ["--no-console", "--once"], lab=sc.lab, conf=QUICK, output=log2
+        "ride_counts", ["--no-console", "--once"], cluster=sc.cluster, conf=QUICK, output=log2
     )
     timings["job 1 restart (--once)"] = time.monotonic() - started
     assert code == 0, log2.read_text()[-3000:]

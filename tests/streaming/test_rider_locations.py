@@ -8,8 +8,10 @@ import time
 
 import pytest
 
-from kafkalab import spark, streaming
 from kafkalab.paths import repo_root
+from kafkalab.streaming import expected as streaming
+from kafkalab.streaming import spark
+from tests.streaming import helpers
 
 pytestmark = [pytest.mark.cluster, pytest.mark.streaming]
 
@@ -29,23 +31,27 @@ def test_riders_within_5_miles_of_mountain_view(streaming_lab, tmp_path):
     log = tmp_path / "rider_locations.log"
     started = time.monotonic()
     code = spark.submit(
-        "rider_locations", ["--once"], lab=sc.lab, conf={"spark.ui.enabled": "false"}, output=log
+        "rider_locations",
+        ["--once"],
+        cluster=sc.cluster,
+        conf={"spark.ui.enabled": "false"},
+        output=log,
     )
     streaming_lab.timings["job 2 (--once)"] = time.monotonic() - started
     assert code == 0, log.read_text()[-3000:]
 
-    table = streaming.latest_by_key(streaming.read_topic(sc.bootstrap, "riders-near-mountain-view"))
+    table = helpers.latest_by_key(streaming.read_topic(sc.bootstrap, "riders-near-mountain-view"))
     locations = seed_locations()
     # 4ab5cbad drove to San Francisco, c2309eec came to Mountain View: their latest counts.
     assert (
         set(table)
-        == streaming.riders_within(locations)
+        == helpers.riders_within(locations)
         == {"18f4ea86", "8b6eae59", "4a7c7b41", "c2309eec"}
     )
     latest = {p: (lat, lon) for p, lat, lon in locations}
     for profile, row in table.items():
         assert (row["latitude"], row["longitude"]) == latest[profile]
-        want = streaming.geo_distance(*latest[profile], *streaming.MOUNTAIN_VIEW)
+        want = helpers.geo_distance(*latest[profile], *helpers.MOUNTAIN_VIEW)
         assert abs(float(str(row["distanceInMiles"])) - want) < 1e-6
     text = log.read_text()
     assert "riders_near_mountain_view" in text  # the distance buckets table was printed

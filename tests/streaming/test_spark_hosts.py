@@ -12,7 +12,7 @@ def test_testinfra_tier_passes_on_every_host(streaming_lab):
 
 
 def test_spark_master_lists_the_worker(streaming_lab):
-    from kafkalab import spark
+    from kafkalab.streaming import spark
 
     sc = streaming_lab.spark
     state = spark.master_state(sc)

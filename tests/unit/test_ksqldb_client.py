@@ -1,4 +1,4 @@
-"""The ksqlDB REST client (kafkalab.streaming_ksqldb) against a fake server (httpx's
+"""The ksqlDB REST client (kafkalab.streaming.ksqldb_client) against a fake server (httpx's
 MockTransport): what it sends, how it reads push/pull answers, how errors surface."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from kafkalab.streaming_ksqldb import KsqlClient, KsqlError
+from kafkalab.streaming.ksqldb_client import KsqlClient, KsqlError
 
 
 def client_for(handler) -> KsqlClient:

@@ -4,7 +4,7 @@ at offset 7107 (producer 3000, epoch 0) and again at 7108 after librdkafka bumpe
 
 from __future__ import annotations
 
-from kafkalab.logdump import Writer, cause, parse, resent_after_epoch_bump
+from kafkalab.failover.forensics import Writer, cause, parse, resent_after_epoch_bump
 
 DUMP = """\
 Dumping /var/lib/kafka/data/scenario-leader-hard-bounce-20261122062925-0/00000000000000000000.log

@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
-from kafkalab import scenarios, verify
 from kafkalab.commands.fault import _render_result
-from kafkalab.logdump import Writer
-from kafkalab.scenario_run import Result, Runner, to_dict
+from kafkalab.failover import delivery, traffic
+from kafkalab.failover import scenario as scenarios
+from kafkalab.failover.forensics import Writer
+from kafkalab.failover.verdict import Result, judge, to_dict
 
 # Ids 0..3 on partition 0; id 2 is in the log twice, at offsets 2 and 3.
-ACKED = [verify.Record(0, o, f"key-{o}", o) for o in range(3)] + [verify.Record(0, 4, "key-3", 3)]
-READ = [*ACKED[:3], verify.Record(0, 3, "key-2", 2), ACKED[3]]
+Record = delivery.Record
+ACKED = [Record(0, o, f"key-{o}", o) for o in range(3)] + [Record(0, 4, "key-3", 3)]
+READ = [*ACKED[:3], delivery.Record(0, 3, "key-2", 2), ACKED[3]]
 EPOCH_BUMP = [Writer(3000, 0, 2), Writer(3000, 1, 0)]
 SAME_EPOCH = [Writer(3000, 0, 2), Writer(3000, 0, 3)]
 
@@ -26,12 +26,12 @@ def judged(
     if expect:
         scenario = scenario.model_copy(update={"expect": scenario.expect.model_copy(update=expect)})
     result = Result(scenario, "kltest", "kraft", "t", "2026-11-22T06:00:00+00:00", 4, 100)
-    result.sends = verify.SendStats(sent=4, acked=4)
-    result.delivery = verify.check(ACKED, READ)
+    result.sends = traffic.SendStats(sent=4, acked=4)
+    result.delivery = delivery.check(ACKED, READ)
     if writers is not None:
         result.duplicate_writers = {2: writers}
     result.writers_unknown = unknown
-    Runner.judge(SimpleNamespace(result=result, s=scenario))  # type: ignore[arg-type]
+    judge(result)
     return result
 
 

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from kafkalab import faults, scenario_run, scenarios
 from kafkalab.errors import KafkalabError
+from kafkalab.failover import faults, runner
+from kafkalab.failover import scenario as scenarios
 from kafkalab.topology import Topology
 
 LAB = Topology(extra_hosts=["spark"])  # kafka1..3 and spark1
@@ -86,7 +87,7 @@ def test_shipped_scenarios_fit_the_default_lab(s):
 
 
 class FakeLab:
-    """What scenario_run.preflight asks of a lab, with machines that all run."""
+    """What runner.preflight asks of a cluster, with machines that all run."""
 
     def __init__(self, tmp_path: Path) -> None:
         self.ns = "klfake"
@@ -105,15 +106,15 @@ def test_a_run_with_an_unknown_machine_stops_before_the_producer_and_any_fault(
 ):
     started = []
     monkeypatch.setattr(faults, "kafka_hosts", lambda lab: KAFKA_HOSTS)
-    monkeypatch.setattr(scenario_run, "Runner", lambda *a, **kw: started.append(a))
-    monkeypatch.setattr(scenario_run.netns, "run_in", lambda *a: started.append(a))
+    monkeypatch.setattr(runner, "Runner", lambda *a, **kw: started.append(a))
+    monkeypatch.setattr(runner.netns, "run_in", lambda *a: started.append(a))
     s = scenario(tmp_path, "schedule:\n  - kill: leader\n  - kill: kafka99\n")
     with pytest.raises(KafkalabError, match="no machine kafka99"):
-        scenario_run.run(FakeLab(tmp_path), s)  # type: ignore[arg-type]
+        runner.run(FakeLab(tmp_path), s)  # type: ignore[arg-type]
     assert started == []
     # the same lab passes with a machine it has
     good = scenario(tmp_path, "schedule:\n  - kill: leader\n  - kill: kafka3\n", "good")
-    assert scenario_run.preflight(FakeLab(tmp_path), good) is LAB  # type: ignore[arg-type]
+    assert runner.preflight(FakeLab(tmp_path), good) is LAB  # type: ignore[arg-type]
 
 
 # -- targets checked for form when the file is read -------------------------------------------

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import spark
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
+from kafkalab.streaming import spark
 from tests.unit.test_spark_role import lab_with
 
 
@@ -47,7 +47,7 @@ def test_shipped_jobs_have_safe_names():
 
 
 def test_a_checkpoint_is_only_made_of_a_checked_name(tmp_path):
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     assert sc.checkpoint("ride-counts").endswith("/checkpoints/ride-counts")
     for bad in ("../../etc", "a b", "*", ""):
         with pytest.raises(KafkalabError):
@@ -55,7 +55,7 @@ def test_a_checkpoint_is_only_made_of_a_checked_name(tmp_path):
 
 
 def test_the_remove_command_quotes_every_word(tmp_path):
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     nasty = "/var/tmp/kafkalab-x/checkpoints/a b;touch /tmp/owned *"
     argv = spark.remove_command(sc, "spark1", nasty)
     assert argv[:3] == ["ip", "netns", "exec"]
@@ -65,7 +65,7 @@ def test_the_remove_command_quotes_every_word(tmp_path):
 def test_reset_deletes_the_checkpoint_here_and_runs_a_quoted_rm_on_each_worker(
     tmp_path, monkeypatch
 ):
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     root = tmp_path / "var-tmp"
     monkeypatch.setattr(spark, "checkpoint_root", lambda ns: root)
     here = root / "checkpoints" / "ride-counts"
@@ -77,7 +77,7 @@ def test_reset_deletes_the_checkpoint_here_and_runs_a_quoted_rm_on_each_worker(
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr(spark.subprocess, "run", fake_run)
-    done = spark.reset("ride_counts", sc.lab)
+    done = spark.reset("ride_counts", sc.cluster)
     assert not here.exists()
     assert done == [f"controller:{here}", f"spark1:{here}"]
     assert len(ran) == 1
@@ -85,7 +85,7 @@ def test_reset_deletes_the_checkpoint_here_and_runs_a_quoted_rm_on_each_worker(
 
 
 def test_reset_follows_no_link_in_the_checkpoint_path(tmp_path, monkeypatch):
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     root = tmp_path / "var-tmp"
     root.mkdir()
     elsewhere = tmp_path / "elsewhere"
@@ -94,18 +94,18 @@ def test_reset_follows_no_link_in_the_checkpoint_path(tmp_path, monkeypatch):
     monkeypatch.setattr(spark, "checkpoint_root", lambda ns: root)
     monkeypatch.setattr(spark.subprocess, "run", lambda *a, **kw: pytest.fail("ran a command"))
     with pytest.raises(KafkalabError, match="leads through a link"):
-        spark.reset("ride_counts", sc.lab)
+        spark.reset("ride_counts", sc.cluster)
     assert (elsewhere / "ride-counts").is_dir()
 
 
 def test_reset_of_a_badly_named_job_touches_nothing(tmp_path, monkeypatch):
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     job = tmp_path / "ride counts.py"
     job.write_text("")
     monkeypatch.setattr(spark.subprocess, "run", lambda *a, **kw: pytest.fail("ran a command"))
     monkeypatch.setattr(spark.shutil, "rmtree", lambda *a, **kw: pytest.fail("deleted"))
     with pytest.raises(KafkalabError, match="rename it"):
-        spark.reset(job, sc.lab)
+        spark.reset(job, sc.cluster)
 
 
 @pytest.mark.parametrize("ns", ["../../etc", "a/b", "x/../..", "", "lab one"])

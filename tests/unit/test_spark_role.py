@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafkalab import spark, streaming, topology
+from kafkalab import topology
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
+from kafkalab.streaming import expected as streaming
+from kafkalab.streaming import spark
 from kafkalab.targets.embedded import EmbeddedCluster
+from tests.streaming import helpers
 from tests.unit.test_ksqldb_role import ROLES, host_context, render
 
 MASTER_UNIT = "etc/systemd/system/spark-master.service.j2"
@@ -118,25 +121,26 @@ def lab_with(tmp_path: Path, extra: list[str]) -> EmbeddedCluster:
 
 
 def test_cluster_finds_master_driver_address_and_brokers(tmp_path):
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     assert sc.master_url == "spark://10.77.0.21:7077"
     assert sc.driver_address == "10.77.0.1"
     assert sc.bootstrap == "10.77.0.11:9092,10.77.0.12:9092,10.77.0.13:9092"
-    assert sc.checkpoint("ride-counts") == f"/var/tmp/kafkalab-{sc.lab.ns}/checkpoints/ride-counts"
+    ns = sc.cluster.ns
+    assert sc.checkpoint("ride-counts") == f"/var/tmp/kafkalab-{ns}/checkpoints/ride-counts"
 
 
 def test_cluster_without_spark_says_how_to_add_it(tmp_path):
     with pytest.raises(KafkalabError, match="--with spark"):
-        spark.cluster(lab_with(tmp_path, []))
+        spark.locate(lab_with(tmp_path, []))
 
 
 def test_submit_command_runs_the_driver_in_the_lab_network(tmp_path, monkeypatch):
     home = tmp_path / "spark-home"
     monkeypatch.setattr(spark.spark_artifact, "unpacked", lambda: home)
-    sc = spark.cluster(lab_with(tmp_path, ["spark"]))
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
     job = repo_root() / "spark" / "jobs" / "ride_counts.py"
     cmd, env = spark.submit_command(sc, job, ["--once"], {"spark.ui.enabled": "false"})
-    assert cmd[:4] == ["ip", "netns", "exec", sc.lab.ns]
+    assert cmd[:4] == ["ip", "netns", "exec", sc.cluster.ns]
     assert cmd[4] == str(home / "bin" / "spark-submit")
     assert cmd[-2:] == [str(job), "--once"]
     confs = {
@@ -205,7 +209,7 @@ def test_the_shipped_csv():
     header = (repo_root() / "spark" / "data" / "rides.csv").read_text().splitlines()[0]
     assert header.split(",")[:3] == ["VendorID", "tpep_pickup_datetime", "tpep_dropoff_datetime"]
     assert len(streaming.expected_counts(rides)) == 357
-    assert 0 < streaming.max_lateness(rides).total_seconds() < 120
+    assert 0 < helpers.max_lateness(rides).total_seconds() < 120
 
 
 def test_riders_within_5_miles_take_the_latest_location():
@@ -214,9 +218,9 @@ def test_riders_within_5_miles_take_the_latest_location():
         ("18f4ea86", 37.3903, -122.0643),
         ("4ab5cbad", 37.3952, -122.0813),
     ]
-    assert streaming.riders_within(seed) == {"18f4ea86", "4ab5cbad"}
+    assert helpers.riders_within(seed) == {"18f4ea86", "4ab5cbad"}
     moved = [*seed, ("4ab5cbad", 37.7749, -122.4194)]
-    assert streaming.riders_within(moved) == {"18f4ea86"}
-    assert streaming.latest_by_key([("a", '{"x": 1}'), ("b", '{"x": 2}'), ("a", None)]) == {
+    assert helpers.riders_within(moved) == {"18f4ea86"}
+    assert helpers.latest_by_key([("a", '{"x": 1}'), ("b", '{"x": 2}'), ("a", None)]) == {
         "b": {"x": 2}
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kafkalab.verify import Record, check, targets
+from kafkalab.failover.delivery import Record, check, targets
 
 
 def rec(partition: int, offset: int, id_: int) -> Record:

@@ -1,6 +1,7 @@
-"""PySpark jobs on the lab's Spark standalone cluster, submitted from the controller side.
+"""PySpark jobs on the cluster's Spark hosts (a Spark standalone cluster), submitted from the
+controller side.
 
-The driver runs here, in the lab network namespace, with this environment's Python (so a
+The driver runs here, in the cluster's network namespace, with this environment's Python (so a
 job can import confluent-kafka and kafkalab), on the Spark build the cluster runs (the
 cached tarball, unpacked once: same jars, same Kafka connector). Executors run on the
 spark_worker machines. This is client deploy mode: Spark's standalone cluster mode does
@@ -24,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,11 +44,11 @@ DRIVER_MEMORY = "512m"
 EXECUTOR_PYTHON = "/usr/bin/python3"
 # The jobs' few keys do not need Spark's 200 shuffle partitions (each one a state store).
 SHUFFLE_PARTITIONS = 2
-# Short-lived lab JVMs on a couple of shared cores: the quick JIT and the serial collector.
+# Short-lived JVMs on a couple of shared cores: the quick JIT and the serial collector.
 JVM_OPTIONS = "-Djava.net.preferIPv4Stack=true -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # A job's name becomes a path on every machine (its checkpoint, deleted as root by `reset`).
 JOB_NAME = re.compile(r"[a-z0-9_-]+")
-# A lab's network namespace name becomes a path here (/var/tmp/kafkalab-<ns>): no `/`.
+# A cluster's network namespace name becomes a path here (/var/tmp/kafkalab-<ns>): no `/`.
 _NS_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 LOG4J2 = """# Written by kafkalab: the driver logs warnings only, the jobs print their own progress.
@@ -70,9 +70,9 @@ logger.kafka.level = error
 
 @dataclass
 class SparkCluster:
-    """Where a lab's Spark and Kafka are, as a driver on the controller side sees them."""
+    """Where a cluster's Spark and Kafka are, as a driver on the controller side sees them."""
 
-    lab: EmbeddedCluster
+    cluster: EmbeddedCluster  # the cluster the Spark hosts are part of
     master_host: str
     master_address: str
     driver_address: str
@@ -89,7 +89,7 @@ class SparkCluster:
 
     @property
     def checkpoint_root(self) -> str:
-        return f"{checkpoint_root(self.lab.ns)}/checkpoints"
+        return f"{checkpoint_root(self.cluster.ns)}/checkpoints"
 
     def checkpoint(self, job: str) -> str:
         """A job's checkpoint folder, by the job's name (job_name)."""
@@ -98,10 +98,10 @@ class SparkCluster:
         return f"{self.checkpoint_root}/{job}"
 
 
-def cluster(lab: EmbeddedCluster | None = None) -> SparkCluster:
-    """The Spark cluster of this lab; a clear error when the lab has none."""
-    lab = lab or EmbeddedCluster()
-    topo = lab.topology()
+def locate(cluster: EmbeddedCluster | None = None) -> SparkCluster:
+    """The Spark hosts of this cluster; a clear error when it has none."""
+    cluster = cluster or EmbeddedCluster()
+    topo = cluster.topology()
     if topo is None:
         raise KafkalabError("no lab here yet: run `kafkalab up --with spark`")
     machines = topo.machines()
@@ -113,7 +113,7 @@ def cluster(lab: EmbeddedCluster | None = None) -> SparkCluster:
         )
     brokers = [m for m in machines if "kafka_broker" in m.groups]
     return SparkCluster(
-        lab=lab,
+        cluster=cluster,
         master_host=masters[0].name,
         master_address=masters[0].address,
         driver_address=topo.gateway().split("/")[0],
@@ -135,7 +135,7 @@ def job_name(job: Path) -> str:
 
 def driver_conf_dir(sc: SparkCluster) -> Path:
     """SPARK_CONF_DIR of drivers on the controller side (log levels only)."""
-    conf = sc.lab.state / "spark" / "conf"
+    conf = sc.cluster.state / "spark" / "conf"
     conf.mkdir(parents=True, exist_ok=True)
     log4j = conf / "log4j2.properties"
     if not log4j.exists() or log4j.read_text() != LOG4J2:
@@ -146,7 +146,7 @@ def driver_conf_dir(sc: SparkCluster) -> Path:
 def submit_command(
     sc: SparkCluster, job: Path, args: list[str], conf: dict[str, str] | None = None
 ) -> tuple[list[str], dict[str, str]]:
-    """The spark-submit command line (inside the lab network) and its environment."""
+    """The spark-submit command line (inside the cluster's network) and its environment."""
     home = spark_artifact.unpacked()
     settings = {
         "spark.app.name": job_name(job),
@@ -183,7 +183,7 @@ def submit_command(
     )
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYSPARK_DRIVER_PYTHON", None)
-    return netns.wrap(sc.lab.ns, cmd), env
+    return netns.wrap(sc.cluster.ns, cmd), env
 
 
 def resolve_job(job: str | Path) -> Path:
@@ -203,7 +203,7 @@ def submit(
     job: str | Path,
     args: list[str] | None = None,
     *,
-    lab: EmbeddedCluster | None = None,
+    cluster: EmbeddedCluster | None = None,
     conf: dict[str, str] | None = None,
     stop_after: float | None = None,
     output: Path | None = None,
@@ -211,7 +211,7 @@ def submit(
     """Run a job to its end (or stop it like Ctrl-C after `stop_after` s); its exit code.
 
     Output goes to the terminal, or to `output` when given."""
-    sc = cluster(lab)
+    sc = locate(cluster)
     path = resolve_job(job)
     cmd, env = submit_command(sc, path, args or [], conf)
     out = output.open("ab") if output else None
@@ -240,13 +240,13 @@ def start(
     job: str | Path,
     args: list[str] | None = None,
     *,
-    lab: EmbeddedCluster | None = None,
+    cluster: EmbeddedCluster | None = None,
     conf: dict[str, str] | None = None,
     output: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a job in the background (its own process group); its output goes to the
     terminal, or to `output` when given."""
-    sc = cluster(lab)
+    sc = locate(cluster)
     cmd, env = submit_command(sc, resolve_job(job), args or [], conf)
     if output is None:
         return subprocess.Popen(cmd, env=env, start_new_session=True)
@@ -272,19 +272,19 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
         proc.wait(10)
 
 
-def reset(job: str | Path, lab: EmbeddedCluster | None = None) -> list[str]:
+def reset(job: str | Path, cluster: EmbeddedCluster | None = None) -> list[str]:
     """Forget a job's progress: delete its checkpoint here and on every worker."""
-    sc = cluster(lab)
+    sc = locate(cluster)
     name = job_name(resolve_job(job))
     path = sc.checkpoint(name)
     done = []
     here = Path(path)
     if here.exists():
         # /var/tmp is anyone's: delete nothing a link there leads to.
-        if here.resolve() != checkpoint_root(sc.lab.ns).resolve() / "checkpoints" / name:
+        if here.resolve() != checkpoint_root(sc.cluster.ns).resolve() / "checkpoints" / name:
             raise KafkalabError(
                 f"{here} leads through a link to {here.resolve()}: not deleting it; remove"
-                f" {checkpoint_root(sc.lab.ns)} and try again"
+                f" {checkpoint_root(sc.cluster.ns)} and try again"
             )
         shutil.rmtree(here)
         done.append(f"controller:{path}")
@@ -304,11 +304,11 @@ def reset(job: str | Path, lab: EmbeddedCluster | None = None) -> list[str]:
 def remove_command(sc: SparkCluster, worker: str, path: str) -> list[str]:
     """`sudo rm -rf -- <path>` on a worker; login_command quotes every word for the
     remote shell (ssh itself would join the words and let that shell split them again)."""
-    return sc.lab.login_command(worker, ["sudo", "rm", "-rf", "--", path])
+    return sc.cluster.login_command(worker, ["sudo", "rm", "-rf", "--", path])
 
 
 def checkpoint_root(ns: str) -> Path:
-    """The controller side's checkpoints of a lab's jobs (its machines keep theirs)."""
+    """The controller side's checkpoints of a cluster's jobs (its machines keep theirs)."""
     if not _NS_NAME.fullmatch(ns):
         raise KafkalabError(
             f"network namespace name {ns!r}: use letters, digits, `_`, `.` and `-` only"
@@ -320,8 +320,8 @@ def checkpoint_root(ns: str) -> Path:
 
 
 def forget_checkpoints(ns: str) -> None:
-    """Delete the controller side's checkpoints of a lab (with the lab, on `down --purge`:
-    a new lab's topics start at offset 0, old checkpoints would skip their records)."""
+    """Delete the controller side's checkpoints of a cluster (with it, on `down --purge`:
+    a new cluster's topics start at offset 0, old checkpoints would skip their records)."""
     shutil.rmtree(checkpoint_root(ns), ignore_errors=True)
 
 
@@ -333,15 +333,4 @@ def master_state(sc: SparkCluster, timeout: float = 10) -> dict[str, Any]:
             data: dict[str, Any] = json.load(resp)
             return data
 
-    return netns.run_in(sc.lab.ns, fetch)
-
-
-def wait_idle(sc: SparkCluster, timeout: float = 60) -> None:
-    """Wait until the master runs no application (a stopped job's executors are gone)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        apps = master_state(sc).get("activeapps") or []
-        if not apps:
-            return
-        time.sleep(1)
-    raise KafkalabError(f"an application still runs on {sc.master_url} after {timeout:.0f}s")
+    return netns.run_in(sc.cluster.ns, fetch)

@@ -2,7 +2,7 @@
 
 The rides job's output is checked against counts computed here from spark/data/rides.csv:
 one record per (1-minute window, pickup location) in `rides-counts`, with the number of
-rides whose pickup time falls in that minute. Read the topics from inside the lab
+rides whose pickup time falls in that minute. Read the topics from inside the cluster's
 network (netns.enter / netns.run_in).
 """
 
@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
-
+from kafkalab.kafka.topics import read_to_end
 from kafkalab.paths import repo_root
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 RIDES_CSV = repo_root() / "spark" / "data" / "rides.csv"
-MOUNTAIN_VIEW = (37.4133, -122.1162)
-EARTH_RADIUS_MILES = 3961.0
 
 WindowKey = tuple[str, int]  # (window start, pickup location)
 
@@ -79,60 +75,14 @@ def watermark_after(rides: list[RideRow], delay: timedelta = timedelta(minutes=2
     return max(r.pickup for r in rides) - delay
 
 
-def max_lateness(rides: list[RideRow]) -> timedelta:
-    """How far behind the latest pickup seen so far a ride arrives, at worst."""
-    latest, worst = None, timedelta(0)
-    for r in rides:
-        if latest is not None and latest - r.pickup > worst:
-            worst = latest - r.pickup
-        latest = r.pickup if latest is None else max(latest, r.pickup)
-    return worst
-
-
 # --- reading a topic to its end ------------------------------------------------------------
 
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 30) -> list[tuple[str, str | None]]:
-    """Every record of `topic` from the beginning to its current end, as (key, value)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "kafkalab-streaming-check",
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        md = consumer.list_topics(topic, timeout=timeout)
-        meta = md.topics.get(topic)
-        if meta is None or meta.error is not None:
-            return []
-        ends = {}
-        for p in meta.partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
-            if high > low:
-                ends[p] = (low, high)
-        consumer.assign([TopicPartition(topic, p, low) for p, (low, _h) in ends.items()])
-        out: list[tuple[str, str | None]] = []
-        left = {p: high for p, (_low, high) in ends.items()}
-        while left:
-            msg = consumer.poll(timeout)
-            if msg is None:
-                raise KafkaException(f"{topic}: no record within {timeout:.0f}s before its end")
-            if msg.error():
-                continue
-            value = msg.value()
-            out.append(((msg.key() or b"").decode(), None if value is None else value.decode()))
-            partition, offset = msg.partition(), msg.offset()
-            if (
-                partition is not None
-                and offset is not None
-                and offset + 1 >= left.get(partition, 0)
-            ):
-                left.pop(partition, None)
-        return out
-    finally:
-        consumer.close()
+    """Every record of `topic` from the beginning to its current end, as (key, value); a
+    tombstone's value is None."""
+    records = read_to_end(bootstrap, topic, "kafkalab-streaming-check", timeout)
+    return [(r.key or "", r.value) for r in records]
 
 
 # --- comparing the windowed counts -----------------------------------------------------------
@@ -192,35 +142,3 @@ def compare_counts(
     report.unexpected = sorted(k for k in got if k not in expected)
     report.wrong = sorted((k, got[k], n) for k, n in expected.items() if k in got and got[k] != n)
     return report
-
-
-# --- rider locations (seed 002) ------------------------------------------------------------
-
-
-def geo_distance(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    """Great-circle distance in miles, as the job's GEO_DISTANCE and ksqlDB's."""
-    p1, p2 = math.radians(lat1), math.radians(lat2)
-    dp, dl = p2 - p1, math.radians(lon2 - lon1)
-    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
-    return 2 * EARTH_RADIUS_MILES * math.asin(math.sqrt(a))
-
-
-def riders_within(
-    locations: list[tuple[str, float, float]],
-    miles: float = 5,
-    center: tuple[float, float] = MOUNTAIN_VIEW,
-) -> set[str]:
-    """Riders whose latest location (last in the list) is within `miles` of `center`."""
-    latest = {p: (lat, lon) for p, lat, lon in locations}
-    return {p for p, (lat, lon) in latest.items() if geo_distance(lat, lon, *center) <= miles}
-
-
-def latest_by_key(records: list[tuple[str, str | None]]) -> dict[str, dict[str, object]]:
-    """A topic read as a table: the last value of each key; a tombstone (null) deletes it."""
-    out: dict[str, dict[str, object]] = {}
-    for key, value in records:
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = json.loads(value)
-    return out

@@ -1,10 +1,11 @@
-"""Faults on lab machines: kill, stop, start, pause, resume, isolate, heal.
+"""Faults on a cluster's machines: kill, stop, start, pause, resume, isolate, heal.
 
 Broker faults act on the machine's `kafka` systemd unit through a login on it. A
 killed or stopped broker stays down until `start` or `heal`: before the signal a
 runtime drop-in (`Restart=no`, under /run, gone at reboot) tells systemd not to
-restart it. `isolate` downs the machine's lab-side veth inside the lab's own network
-namespace, which cuts both directions; nothing outside that namespace is touched.
+restart it. `isolate` downs the machine's link on the cluster's bridge (its veth end in the
+cluster's own network namespace), which cuts both directions; nothing outside that
+namespace is touched.
 `heal` undoes every fault on every machine and is safe to run at any time.
 """
 
@@ -70,36 +71,30 @@ class Healed:
     actions: list[str]
 
 
-def kafka_hosts(lab: EmbeddedCluster) -> list[str]:
-    """The lab's hosts that run a Kafka broker or controller, in inventory order."""
-    if not lab.inventory_path.exists():
+def kafka_hosts(cluster: EmbeddedCluster) -> list[str]:
+    """The cluster's hosts that run a Kafka broker or controller, in inventory order."""
+    if not cluster.inventory_path.exists():
         raise KafkalabError("no lab here yet: run `kafkalab up`")
-    hosts = inventory.hosts(inventory.load(lab.inventory_path))
+    hosts = inventory.hosts(inventory.load(cluster.inventory_path))
     return [h for h, hv in hosts.items() if any(g in KAFKA_GROUPS for g in hv["groups"])]
 
 
-def _check_kafka_host(lab: EmbeddedCluster, host: str) -> None:
-    machine = lab.machine(host)  # raises with the known names
-    if host not in kafka_hosts(lab):
+def _check_kafka_host(cluster: EmbeddedCluster, host: str) -> None:
+    machine = cluster.machine(host)  # raises with the known names
+    if host not in kafka_hosts(cluster):
         raise KafkalabError(f"{host} runs no Kafka broker or controller; nothing to fault there")
     if not machine.running():
         raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
 
 
-def _remote(lab: EmbeddedCluster, host: str, action: str, timeout: float = 60) -> str:
-    if isolated(lab, host):
+def _remote(cluster: EmbeddedCluster, host: str, action: str, timeout: float = 60) -> str:
+    if isolated(cluster, host):
         # ssh would wait on its shared connection for as long as TCP retries: say it now.
         raise KafkalabError(
             f"{action} on {host}: cannot reach it, it is isolated (`kafkalab fault heal` first)"
         )
-    script = SCRIPTS[action]
     try:
-        proc = subprocess.run(
-            lab.login_command(host, ["bash", "-c", script]),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        proc = cluster.sh(host, SCRIPTS[action], timeout)
     except subprocess.TimeoutExpired as exc:
         raise KafkalabError(f"{action} on {host}: no answer within {timeout:.0f}s") from exc
     if proc.returncode == 255:
@@ -112,49 +107,50 @@ def _remote(lab: EmbeddedCluster, host: str, action: str, timeout: float = 60) -
     return proc.stdout
 
 
-def kill(lab: EmbeddedCluster, host: str) -> None:
+def kill(cluster: EmbeddedCluster, host: str) -> None:
     """SIGKILL the broker; systemd leaves it down until `start` or `heal`."""
-    _check_kafka_host(lab, host)
-    _remote(lab, host, "kill")
+    _check_kafka_host(cluster, host)
+    _remote(cluster, host, "kill")
 
 
-def stop(lab: EmbeddedCluster, host: str) -> None:
+def stop(cluster: EmbeddedCluster, host: str) -> None:
     """Clean shutdown (SIGTERM, controlled shutdown); returns when the broker is down."""
-    _check_kafka_host(lab, host)
-    _remote(lab, host, "stop", timeout=240)  # the unit's TimeoutStopSec is 180 s
+    _check_kafka_host(cluster, host)
+    _remote(cluster, host, "stop", timeout=240)  # the unit's TimeoutStopSec is 180 s
 
 
-def start(lab: EmbeddedCluster, host: str) -> None:
+def start(cluster: EmbeddedCluster, host: str) -> None:
     """Start a killed or stopped broker again (returns at once; it needs a while to join)."""
-    _check_kafka_host(lab, host)
-    _remote(lab, host, "start")
+    _check_kafka_host(cluster, host)
+    _remote(cluster, host, "start")
 
 
-def pause(lab: EmbeddedCluster, host: str) -> None:
+def pause(cluster: EmbeddedCluster, host: str) -> None:
     """SIGSTOP the broker's JVM: alive for the kernel, silent for everyone else."""
-    _check_kafka_host(lab, host)
-    _remote(lab, host, "pause")
+    _check_kafka_host(cluster, host)
+    _remote(cluster, host, "pause")
 
 
-def resume(lab: EmbeddedCluster, host: str) -> None:
+def resume(cluster: EmbeddedCluster, host: str) -> None:
     """SIGCONT a paused broker."""
-    _check_kafka_host(lab, host)
-    _remote(lab, host, "resume")
+    _check_kafka_host(cluster, host)
+    _remote(cluster, host, "resume")
 
 
-def isolate(lab: EmbeddedCluster, host: str) -> None:
-    """Cut the machine off the lab network, both directions (its lab-side link goes down)."""
-    machine = lab.machine(host)
+def isolate(cluster: EmbeddedCluster, host: str) -> None:
+    """Cut the machine off the cluster network, both directions (its side of the link goes
+    down)."""
+    machine = cluster.machine(host)
     if not machine.running():
         raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
-    netns.link_set(lab.ns, machine.veth, "down")
+    netns.link_set(cluster.ns, machine.veth, "down")
 
 
-def isolated(lab: EmbeddedCluster, host: str) -> bool:
-    """Whether the machine's lab-side link is administratively down."""
-    dev = lab.machine(host).veth
+def isolated(cluster: EmbeddedCluster, host: str) -> bool:
+    """Whether the machine's link on the cluster network is administratively down."""
+    dev = cluster.machine(host).veth
     proc = subprocess.run(
-        ["ip", "-n", lab.ns, "-o", "link", "show", "dev", dev], capture_output=True, text=True
+        ["ip", "-n", cluster.ns, "-o", "link", "show", "dev", dev], capture_output=True, text=True
     )
     if proc.returncode != 0:
         return False  # no link: the machine is not running
@@ -162,22 +158,22 @@ def isolated(lab: EmbeddedCluster, host: str) -> bool:
     return flags is not None and "UP" not in flags.group(1).split(",")
 
 
-def heal(lab: EmbeddedCluster, hosts: list[str] | None = None) -> list[Healed]:
+def heal(cluster: EmbeddedCluster, hosts: list[str] | None = None) -> list[Healed]:
     """Undo every fault: links up, paused brokers resumed, stopped/killed ones started."""
-    names = hosts or [m.name for m in lab.machines()]
-    brokers = kafka_hosts(lab)
+    names = hosts or [m.name for m in cluster.machines()]
+    brokers = kafka_hosts(cluster)
     out: list[Healed] = []
     for name in names:
-        machine = lab.machine(name)
+        machine = cluster.machine(name)
         actions: list[str] = []
         if not machine.running():
             out.append(Healed(name, ["machine not running: `kafkalab up` starts it"]))
             continue
-        if isolated(lab, name):
-            netns.link_set(lab.ns, machine.veth, "up")
+        if isolated(cluster, name):
+            netns.link_set(cluster.ns, machine.veth, "up")
             actions.append("reconnected")
         if name in brokers:
-            actions += _remote(lab, name, "heal", timeout=120).split()
+            actions += _remote(cluster, name, "heal", timeout=120).split()
         out.append(Healed(name, actions))
     return out
 

@@ -17,12 +17,10 @@ import shlex
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kafkalab.errors import KafkalabError
-
-if TYPE_CHECKING:
-    from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.kafka import tools
+from kafkalab.targets.embedded import EmbeddedCluster
 
 _FIELD = re.compile(r"(\w+): (-?\d+)")
 
@@ -56,7 +54,7 @@ def parse(dump: str, offsets: Iterable[int]) -> dict[int, Writer]:
 
 
 def read_writers(
-    lab: EmbeddedCluster, host: str, topic: str, partition: int, offsets: Iterable[int]
+    cluster: EmbeddedCluster, host: str, topic: str, partition: int, offsets: Iterable[int]
 ) -> dict[int, Writer]:
     """Dump the partition's segments on `host` (a broker with a replica) and parse them."""
     script = (
@@ -66,12 +64,7 @@ def read_writers(
         'kafka-dump-log.sh --files "$(ls *.log | paste -sd, -)"'
     )
     try:
-        proc = subprocess.run(
-            lab.login_command(host, ["bash", "-c", script]),
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        proc = tools.run(cluster, host, script, timeout=180)
     except subprocess.TimeoutExpired:
         raise KafkalabError(f"kafka-dump-log.sh on {host} took over 180s") from None
     if proc.returncode != 0:

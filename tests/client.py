@@ -1,7 +1,6 @@
-"""Python-side Kafka access (confluent-kafka), for checks, tests and scenarios.
-
-Call these from inside the lab network namespace (netns.run_in / netns.enter).
-"""
+"""Kafka client calls only the tests make (kafkalab's own are in kafkalab.kafka): describe a
+topic, produce keyed records, consume them all, end offsets. Call them from inside the
+cluster's network namespace, as kafkalab's clients."""
 
 from __future__ import annotations
 
@@ -9,11 +8,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import netns
+from kafkalab.kafka import clients, topics
+from kafkalab.kafka.quorum import controller_id
+
+__all__ = ["brokers", "consume_all", "controller_id", "create_topic", "describe", "end_offsets"]
 
 
 @dataclass
@@ -24,55 +26,20 @@ class PartitionInfo:
     isr: list[int]
 
 
-def in_lab_netns() -> bool:
-    """True when the calling thread is in a network namespace kafkalab named (/run/netns)."""
-    return netns.current() is not None
-
-
-def _guard() -> None:
-    # Lab addresses exist only inside the lab's namespace; from the host's namespace they
-    # would be someone else's private addresses. Never send a byte there.
-    if not in_lab_netns():
-        raise KafkalabError(
-            "refusing to talk to the lab from the host's network namespace: "
-            "run this inside the lab network (netns.run_in / kafkalab shell)"
-        )
-
-
-def admin(bootstrap: str) -> AdminClient:
-    _guard()
-    # Asking about a topic must never create it (brokers auto-create for learners).
-    return AdminClient(
-        {
-            "bootstrap.servers": bootstrap,
-            "socket.timeout.ms": 10000,
-            "allow.auto.create.topics": False,
-        }
-    )
-
-
 def create_topic(
     bootstrap: str, name: str, partitions: int, rf: int, config: dict[str, str] | None = None
 ) -> None:
-    client = admin(bootstrap)  # keep it alive until the future resolves
-    futures = client.create_topics(
-        [NewTopic(name, num_partitions=partitions, replication_factor=rf, config=config or {})],
-        operation_timeout=30,
-    )
-    try:
-        futures[name].result(timeout=60)
-    except KafkaException as exc:
-        if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-            raise
+    new = NewTopic(name, num_partitions=partitions, replication_factor=rf, config=config or {})
+    topics.create_topic(clients.admin(bootstrap), new)
 
 
 def describe(bootstrap: str, topic: str, timeout: float = 15) -> list[PartitionInfo]:
     """Partitions of `topic` with leader, replicas and ISR. A topic just created may take
     a moment to reach every broker's metadata: unknown is retried until `timeout`."""
-    client = admin(bootstrap)
+    admin = clients.admin(bootstrap)
     deadline = time.monotonic() + timeout
     while True:
-        md = client.list_topics(topic=topic, timeout=timeout)
+        md = admin.list_topics(topic=topic, timeout=timeout)
         t = md.topics.get(topic)
         if t is not None and t.error is None:
             return [
@@ -85,15 +52,8 @@ def describe(bootstrap: str, topic: str, timeout: float = 15) -> list[PartitionI
 
 
 def brokers(bootstrap: str, timeout: float = 15) -> dict[int, str]:
-    md = admin(bootstrap).list_topics(timeout=timeout)
+    md = clients.admin(bootstrap).list_topics(timeout=timeout)
     return {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
-
-
-def controller_id(bootstrap: str, timeout: float = 15) -> int:
-    """The broker that reports itself controller (meaningful in ZooKeeper mode;
-    in KRaft brokers name a random broker: ask kafka-metadata-quorum.sh there)."""
-    md = admin(bootstrap).list_topics(timeout=timeout)
-    return int(md.controller_id)
 
 
 def produce_keyed(
@@ -110,8 +70,7 @@ def produce_keyed(
         else:
             acked.append((msg.partition(), msg.offset(), msg.key().decode()))
 
-    _guard()
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", **(extra or {})})
+    producer = clients.producer(bootstrap, {"acks": "all", **(extra or {})})
     for i in range(count):
         producer.produce(topic, key=f"key-{i % 10}", value=str(i), on_delivery=done)
         producer.poll(0)
@@ -125,14 +84,8 @@ def consume_all(
     bootstrap: str, topic: str, expected: int, group: str, timeout: float = 60
 ) -> list[tuple[int, int, str, str]]:
     """Read from the beginning until `expected` records or the timeout."""
-    _guard()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": True,
-        }
+    consumer = clients.consumer(
+        bootstrap, group, {"auto.offset.reset": "earliest", "enable.auto.commit": True}
     )
     consumer.subscribe([topic])
     out: list[tuple[int, int, str, str]] = []
@@ -142,18 +95,15 @@ def consume_all(
             msg = consumer.poll(1.0)
             if msg is None or msg.error():
                 continue
-            raw_key, value = msg.key(), msg.value() or b""
-            key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
-            value_text = value.decode() if isinstance(value, bytes) else value
-            out.append((msg.partition() or 0, msg.offset() or 0, key, value_text))
+            rec = topics.consumed(msg)
+            out.append((rec.partition, rec.offset, rec.key or "", rec.text))
     finally:
         consumer.close()
     return out
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
-    _guard()
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkalab-offsets"})
+    consumer = clients.consumer(bootstrap, "kafkalab-offsets")
     try:
         return {
             p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1]

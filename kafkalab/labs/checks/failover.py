@@ -1,21 +1,17 @@
-"""Check kinds about brokers, replicas, leaders and the metadata quorum: what failover
-labs look at. Registered in labs_checks.KINDS on import (kafkalab.labs imports this).
+"""Check kinds about brokers, replicas, leaders and the metadata quorum: what the failover
+labs look at. Like every kind, they look at the cluster itself, never at log text.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from kafkalab.labs_checks import Params, Verdict, existing_topic, kind
-from kafkalab.labs_quorum import metadata_leader
+from kafkalab.labs.checks.base import Params, Verdict, existing_topic, kind
+from kafkalab.labs.context import LabContext
 from kafkalab.render import plural
-
-if TYPE_CHECKING:
-    from kafkalab.labs_cluster import LabContext
-
 
 # -- brokers, replicas, leaders --------------------------------------------------------------
 
@@ -110,7 +106,7 @@ def no_acked_loss(ctx: LabContext, p: AckedParams) -> Verdict:
     acked, v = _acked(ctx, p)
     if not v.ok:
         return v
-    seen = Counter(r.value for r in ctx.records(p.topic))
+    seen = Counter(r.text for r in ctx.records(p.topic))
     lost = [a for a in dict.fromkeys(acked) if a not in seen]
     dups = sum(n - 1 for a, n in seen.items() if n > 1 and a in set(acked))
     v.facts.append(f"acknowledged {len(set(acked))}, lost {len(lost)}, duplicates {dups}")
@@ -137,7 +133,7 @@ def leader_changes(ctx: LabContext, p: AckedParams) -> Verdict:
     wanted = set(acked)
     epochs: dict[int, set[int]] = {}
     for r in ctx.records(p.topic):
-        if r.value in wanted and r.leader_epoch is not None:
+        if r.text in wanted and r.leader_epoch is not None:
             epochs.setdefault(r.partition, set()).add(r.leader_epoch)
     most = max((len(e) for e in epochs.values()), default=0)
     v.facts.append(
@@ -161,14 +157,14 @@ def _metadata_title(_p: NoParams, mode: str) -> str:
 
 
 def _metadata_baseline(ctx: LabContext, _p: NoParams) -> dict[str, Any]:
-    now = metadata_leader(ctx, replication=False)
+    now = ctx.metadata_leader(replication=False)
     return {"leader": now.leader, "epoch": now.epoch}
 
 
 @kind("metadata_leader_changed", NoParams, _metadata_title, baseline=_metadata_baseline)
 def metadata_leader_changed(ctx: LabContext, p: NoParams) -> Verdict:
     then = ctx.baseline.get("metadata_leader_changed") or {}
-    now = metadata_leader(ctx, replication=False)
+    now = ctx.metadata_leader(replication=False)
     what = "ZooKeeper leader" if ctx.topo.mode == "zookeeper" else "active controller"
     service = "zookeeper" if ctx.topo.mode == "zookeeper" else "kafka"
     if now.leader is None:
@@ -201,7 +197,7 @@ def _healthy_title(_p: NoParams, mode: str) -> str:
 
 @kind("metadata_quorum_healthy", NoParams, _healthy_title)
 def metadata_quorum_healthy(ctx: LabContext, _p: NoParams) -> Verdict:
-    now = metadata_leader(ctx)
+    now = ctx.metadata_leader()
     v = Verdict(facts=[", ".join(f"{h}: {m}" for h, m in sorted(now.members.items()))])
     service = "zookeeper" if now.mode == "zookeeper" else "kafka"
     if now.leader is None:

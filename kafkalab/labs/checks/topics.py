@@ -1,124 +1,18 @@
-"""The check kinds a lab.yml may use: here topics, records, keys and consumer groups;
-brokers, replicas, leaders and the metadata quorum in labs_checks_failover. Each looks at
-the cluster itself (metadata, offsets, committed offsets, records read back), never at
-log text, and says what is missing in the learner's words.
-
-A kind is a function `(ctx, params) -> Verdict`, its params model (validated when the lab
-is loaded), a title (what it checks, in one line) and, for checks that compare with how
-things were when the lab started, a baseline function whose result `lab start` keeps.
+"""Check kinds about topics, records, keys and consumer groups. Each looks at the cluster
+itself (metadata, offsets, committed offsets, records read back), never at log text, and
+says what is missing in the learner's words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from kafkalab.errors import KafkalabError, validation_line
+from kafkalab.kafka.partitioner import java_partition
+from kafkalab.labs.checks.base import Params, Verdict, existing_topic, kind
+from kafkalab.labs.context import LabContext
 from kafkalab.render import plural
-
-if TYPE_CHECKING:
-    from kafkalab.labs_cluster import LabContext
-
-
-@dataclass
-class Verdict:
-    problems: list[str] = field(default_factory=list)  # empty: passed
-    facts: list[str] = field(default_factory=list)  # what was seen, shown either way
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-class Unmet(Exception):
-    """Raised by a check that cannot even look (its topic is missing): the check fails
-    with this message as its one problem."""
-
-
-def existing_topic(ctx: LabContext, name: str) -> Any:
-    """The topic's metadata; a check on a topic that does not exist fails with that."""
-    t = ctx.topic(name)
-    if t is None:
-        raise Unmet(f"there is no topic {name} yet")
-    return t
-
-
-@dataclass
-class Kind:
-    params: type[BaseModel]
-    title: Callable[[Any, str], str]  # (params, mode) -> one line
-    run: Callable[[LabContext, Any], Verdict]
-    baseline: Callable[[LabContext, Any], dict[str, Any]] | None = None
-
-
-KINDS: dict[str, Kind] = {}
-
-
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def validate(kind: str, params: dict[str, Any], where: str) -> BaseModel:
-    if kind not in KINDS:
-        raise KafkalabError(
-            f"{where}: unknown check kind {kind!r}; kinds: {', '.join(sorted(KINDS))}"
-        )
-    try:
-        return KINDS[kind].params(**params)
-    except ValidationError as exc:
-        raise KafkalabError(f"{where} ({kind}): {validation_line(exc, whole=kind)}") from None
-
-
-# -- Java's default partitioner, to say where a key lands and why ------------------------
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 (org.apache.kafka.common.utils.Utils.murmur2), as unsigned 32 bits."""
-    m, r = 0x5BD1E995, 24
-    h = (0x9747B28C ^ len(data)) & 0xFFFFFFFF
-    whole = len(data) // 4 * 4
-    for i in range(0, whole, 4):
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail = data[whole:]
-    if len(tail) == 3:
-        h ^= tail[2] << 16
-    if len(tail) >= 2:
-        h ^= tail[1] << 8
-    if tail:
-        h ^= tail[0]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h
-
-
-def java_partition(key: str, partitions: int) -> int:
-    """The partition the Java producer (kafka-console-producer.sh) picks for a key."""
-    return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
-
-
-# -- topics and records ------------------------------------------------------------------
-
-
-def kind(
-    name: str,
-    params: type[BaseModel],
-    title: Callable[[Any, str], str],
-    baseline: Callable[[LabContext, Any], dict[str, Any]] | None = None,
-) -> Callable[[Callable[[LabContext, Any], Verdict]], Callable[[LabContext, Any], Verdict]]:
-    def register(fn: Callable[[LabContext, Any], Verdict]) -> Callable[[LabContext, Any], Verdict]:
-        KINDS[name] = Kind(params, title, fn, baseline)
-        return fn
-
-    return register
 
 
 class TopicParams(Params):
@@ -198,14 +92,14 @@ def records(ctx: LabContext, p: RecordsParams) -> Verdict:
         r
         for r in recs
         if (p.key is None or r.key == p.key)
-        and (p.value_prefix is None or r.value.startswith(p.value_prefix))
+        and (p.value_prefix is None or r.text.startswith(p.value_prefix))
     ]
     if len(matching) < max(p.min_count, 1 if not p.values else 0):
         v.problems.append(
             f"topic {p.topic} holds {plural(len(matching), 'such record')}, "
             f"the lab wants at least {max(p.min_count, 1)}"
         )
-    values = [r.value for r in recs]
+    values = [r.text for r in recs]
     missing = [x for x in p.values if x not in values]
     if missing:
         v.problems.append(
@@ -214,7 +108,7 @@ def records(ctx: LabContext, p: RecordsParams) -> Verdict:
     elif p.values and p.ordered:
         by_part: dict[int, list[str]] = {}
         for r in sorted(recs, key=lambda r: (r.partition, r.offset)):
-            by_part.setdefault(r.partition, []).append(r.value)
+            by_part.setdefault(r.partition, []).append(r.text)
         if not any(_subsequence(p.values, vs) for vs in by_part.values()):
             v.problems.append(
                 f"{', '.join(p.values)} are in topic {p.topic}, but not in this "
@@ -269,10 +163,10 @@ def keys(ctx: LabContext, p: KeysParams) -> Verdict:
                 "--property parse.key=true after the partitions were added"
             )
             continue
-        if not _subsequence(want, [r.value for r in mine]):
+        if not _subsequence(want, [r.text for r in mine]):
             v.problems.append(
                 f"key {key!r}: the values {', '.join(want)} are not all there in "
-                f"this order (found: {', '.join(r.value for r in mine)})"
+                f"this order (found: {', '.join(r.text for r in mine)})"
             )
             continue
         v.facts.append(f"{key} -> partition {parts[0]}")

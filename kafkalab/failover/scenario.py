@@ -1,7 +1,8 @@
 """Failover scenarios: topic + producer settings + a fault schedule + an expectation.
 
 Scenarios are data (kafkalab/data/scenarios/<name>.yml; any other .yml file works too);
-kafkalab.scenario_run plays one against a lab and gives the verdict. Models:
+kafkalab.failover.runner plays one against a cluster, kafkalab.failover.verdict judges it.
+Models:
 Apache Kafka's system tests (replication_test, replication_replica_failure_test,
 end_to_end validate_delivery).
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,10 +25,11 @@ from pydantic import (
     model_validator,
 )
 
-from kafkalab import faults
 from kafkalab.errors import KafkalabError, validation_line
+from kafkalab.failover import faults
+from kafkalab.paths import package_data
+from kafkalab.topology import Mode
 
-Mode = Literal["kraft", "zookeeper"]
 FAULTS = ("kill", "stop", "start", "pause", "resume", "isolate", "heal")
 TAKES_DOWN = ("kill", "stop", "pause", "isolate")
 BRINGS_BACK = ("start", "resume", "heal")
@@ -39,7 +40,7 @@ ALL_OF = {"heal": None, "start": ("kill", "stop"), "resume": ("pause",)}
 PAST = {"kill": "killed", "stop": "stopped", "pause": "paused", "isolate": "isolated"}
 # Faults on the machine's `kafka` unit: only for a host that runs a broker or controller.
 ON_KAFKA = ("kill", "stop", "start", "pause", "resume")
-# Targets resolved while the schedule plays (kafkalab.scenario_run.Runner.resolve); any
+# Targets resolved while the schedule plays (kafkalab.failover.schedule); any
 # other target is a machine's name.
 TARGETS = ("all", "last", "current", "leader", "follower", "controller")
 MACHINE_NAME = re.compile(r"[a-z][a-z0-9-]{0,30}")
@@ -84,7 +85,7 @@ PRODUCER_SETTINGS = (
 )
 
 
-class TopicSpec(BaseModel):
+class ScenarioTopic(BaseModel):
     model_config = ConfigDict(extra="forbid")
     partitions: int = Field(default=3, ge=1, le=100)
     replication_factor: int = Field(default=3, ge=1, le=9)
@@ -132,14 +133,14 @@ class Expect(BaseModel):
     model_config = ConfigDict(extra="forbid")
     loss: Literal["none", "allowed"] = "none"
     # after-epoch-bump: a duplicate passes only when the log shows its copies written
-    # under different epochs of one producer (a client re-send, see kafkalab.logdump).
+    # under different epochs of one producer (a client re-send, see kafkalab.failover.forensics).
     duplicates: Literal["none", "after-epoch-bump", "allowed"] = "none"
 
     def summary(self) -> str:
         return f"loss {self.loss}, duplicates {self.duplicates}"
 
 
-class Step(BaseModel):
+class ScheduleStep(BaseModel):
     """One entry of a schedule: exactly one action, e.g. `kill: leader`, `wait: isr-full`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -155,7 +156,7 @@ class Step(BaseModel):
     timeout: float = 180  # seconds, for `wait`
     repeat: int | None = Field(default=None, ge=1, le=100)
     for_each: Literal["broker"] | None = None
-    steps: list[Step] = Field(default_factory=list)
+    steps: list[ScheduleStep] = Field(default_factory=list)
 
     @field_validator("sleep", "timeout", mode="before")
     @classmethod
@@ -179,7 +180,7 @@ class Step(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _one_action(self) -> Step:
+    def _one_action(self) -> ScheduleStep:
         kinds = [k for k in KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise ValueError(
@@ -208,9 +209,9 @@ class Scenario(BaseModel):
     description: str
     model: str = ""  # the Kafka system test it follows
     modes: list[Mode] = ["kraft", "zookeeper"]  # pydantic copies mutable defaults
-    topic: TopicSpec = TopicSpec()
+    topic: ScenarioTopic = ScenarioTopic()
     producer: ProducerSpec = ProducerSpec()
-    schedule: list[Step]
+    schedule: list[ScheduleStep]
     expect: Expect = Expect()
 
     @model_validator(mode="after")
@@ -239,8 +240,8 @@ class Scenario(BaseModel):
 
 
 def walk(
-    steps: list[Step], where: str = "schedule", in_for_each: bool = False
-) -> Iterator[tuple[str, Step, bool]]:
+    steps: list[ScheduleStep], where: str = "schedule", in_for_each: bool = False
+) -> Iterator[tuple[str, ScheduleStep, bool]]:
     """Every step in the order it first plays (a block's steps once), with its place in
     the file (`schedule.0.steps.1`) and whether it runs inside a for_each block."""
     for i, step in enumerate(steps):
@@ -250,7 +251,7 @@ def walk(
 
 
 def check_against(scenario: Scenario, machines: Sequence[str], kafka_hosts: Sequence[str]) -> None:
-    """Refuse, before anything runs, a schedule that names a machine this lab does not
+    """Refuse, before anything runs, a schedule that names a machine this cluster does not
     have, or a broker fault on a machine without Kafka (the targets resolved while the
     schedule plays, such as `leader`, were checked for form when the file was read)."""
     problems = []
@@ -282,7 +283,7 @@ def check_count(option: str, value: int | None, most: int) -> None:
 
 
 def _shipped() -> dict[str, Path]:
-    folder = Path(str(resources.files("kafkalab") / "data" / "scenarios"))
+    folder = package_data() / "scenarios"
     return {p.stem: p for p in sorted(folder.glob("*.yml"))}
 
 

@@ -1,0 +1,144 @@
+"""One lab against one running cluster: what its checks, its starting state and its
+reference solution look at and act through.
+
+Everything here runs inside the cluster's network namespace (the runner joins it first):
+Python clients directly (kafkalab.kafka.clients), Kafka's tools on machines over ssh.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kafkalab.errors import KafkalabError
+from kafkalab.kafka import clients, quorum, tools, topics
+from kafkalab.kafka.topics import Consumed
+from kafkalab.labs.definition import Lab
+from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.topology import Topology
+
+
+@dataclass
+class LabContext:
+    """One lab against one running cluster."""
+
+    cluster: EmbeddedCluster
+    topo: Topology
+    lab: Lab
+    workdir: Path
+    baseline: dict[str, Any] = field(default_factory=dict)
+    _records: dict[str, list[Consumed]] = field(default_factory=dict)
+    _admin: AdminClient | None = None
+
+    # -- layout ------------------------------------------------------------------------
+
+    @property
+    def brokers(self) -> dict[int, str]:
+        """node id -> machine name, for every broker of the topology."""
+        return {
+            m.node_id: m.name
+            for m in self.topo.machines()
+            if "kafka_broker" in m.groups and m.node_id is not None
+        }
+
+    @property
+    def node_hosts(self) -> dict[int, str]:
+        return {m.node_id: m.name for m in self.topo.machines() if m.node_id is not None}
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        return {m.name: m.address for m in self.topo.machines()}
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{self.addresses[h]}:9092" for h in self.brokers.values())
+
+    def host_of(self, node_id: int) -> str:
+        return self.node_hosts.get(node_id, f"node {node_id}")
+
+    def zk_hosts(self) -> list[str]:
+        return [m.name for m in self.topo.machines() if "zookeeper" in m.groups]
+
+    # -- clients -----------------------------------------------------------------------
+
+    def admin(self) -> AdminClient:
+        """One admin client per context (futures need it alive until they resolve)."""
+        if self._admin is None:
+            self._admin = clients.admin(self.bootstrap)
+        return self._admin
+
+    def consumer(self, group: str = "kafkalab-lab-check") -> Consumer:
+        return clients.consumer(self.bootstrap, group, {"enable.auto.commit": False})
+
+    def live_brokers(self, timeout: float = 10) -> set[int]:
+        try:
+            md = self.admin().list_topics(timeout=timeout)
+        except KafkaException:
+            return set()
+        return set(md.brokers)
+
+    def topic(self, name: str, timeout: float = 10) -> Any | None:
+        """The topic's metadata (partitions with leader, replicas, isrs), or None."""
+        md = self.admin().list_topics(topic=name, timeout=timeout)
+        t = md.topics.get(name)
+        if t is None or t.error is not None:
+            return None
+        return t
+
+    def end_offsets(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+        c = self.consumer()
+        try:
+            return {
+                p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)
+                for p in range(partitions)
+            }
+        finally:
+            c.close()
+
+    def records(self, topic: str) -> list[Consumed]:
+        """Every record of the topic, read from the beginning to the current end (cached
+        for one check run: `forget_records` starts another)."""
+        if topic not in self._records:
+            self._records[topic] = topics.read_to_end(self.bootstrap, topic, "kafkalab-lab-check")
+        return self._records[topic]
+
+    def forget_records(self) -> None:
+        self._records.clear()
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
+        """The group's committed offsets on the topic (partitions without one are left out)."""
+        c = self.consumer(group)
+        try:
+            tps = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
+        finally:
+            c.close()
+        return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
+
+    def metadata_leader(self, replication: bool = True) -> quorum.MetadataLeader:
+        """Who leads the metadata, in which epoch; with `replication`, also how every member
+        is doing (KRaft: one more tool run)."""
+        if self.topo.mode == "zookeeper":
+            return quorum.zookeeper_leader({h: self.addresses[h] for h in self.zk_hosts()})
+        run = tools.printed(self.cluster, self.tool_host(), timeout=90)
+        return quorum.kraft_leader(run, self.bootstrap, self.host_of, replication)
+
+    # -- machines ------------------------------------------------------------------------
+
+    def sh(self, host: str, script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A shell script on a machine, in a login shell (Kafka tools on PATH)."""
+        return tools.run(self.cluster, host, script, timeout)
+
+    def tool_host(self) -> str:
+        """A machine to run tools on: the lab's host, or a broker whose Kafka is up."""
+        live = self.live_brokers()
+        hosts = [self.lab.spec.host] + [self.brokers[i] for i in sorted(live) if i in self.brokers]
+        running = {m.name for m in self.cluster.machines() if m.running()}
+        for h in hosts:
+            if h in running:
+                return h
+        raise KafkalabError("no lab machine is running: `kafkalab up` first")

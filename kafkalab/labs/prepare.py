@@ -1,0 +1,171 @@
+"""Bringing a lab to its starting state, without provisioning: machines and services
+running, every broker back, the lab's topics and groups deleted and made again, its
+starting records written, its work dir empty, the baselines its checks compare with noted.
+Runs inside the cluster's network namespace, as the rest of the lab code.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from confluent_kafka.admin import NewTopic
+
+from kafkalab import render
+from kafkalab.errors import KafkalabError
+from kafkalab.kafka import clients, topics, waits
+from kafkalab.labs import checks
+from kafkalab.labs.context import LabContext
+from kafkalab.labs.progress import Progress
+
+WAIT_BROKERS = 150.0  # a restarted broker takes 30-60 s on a busy 2-core machine
+
+
+def prepare(ctx: LabContext) -> float:
+    """The lab's starting state (see the module's docstring); the seconds it took."""
+    start = time.monotonic()
+    lab = ctx.lab
+    ensure_running(ctx, render.step)
+    topics.delete_groups(ctx.admin(), lab.spec.owns.groups)
+    deleted = topics.delete_topics(ctx.admin(), lab.topics())
+    if deleted:
+        render.step(f"deleted topic(s) {', '.join(deleted)}")
+    create_topics(ctx, deleted)
+    written = produce_records(ctx)
+    made = [t.name for t in lab.spec.setup.topics]
+    if made:
+        render.step(
+            f"created {', '.join(made)}" + (f", wrote {written} records" if written else "")
+        )
+    shutil.rmtree(ctx.workdir, ignore_errors=True)
+    ctx.workdir.mkdir(parents=True)
+    ctx.baseline = checks.baselines(ctx)
+    seconds = time.monotonic() - start
+    Progress(ctx.cluster.state).set(
+        lab,
+        "in progress",
+        baseline=ctx.baseline,
+        mode=ctx.topo.mode,
+        reset_seconds=round(seconds, 1),
+    )
+    return seconds
+
+
+def ensure_running(ctx: LabContext, progress: Callable[[str], None]) -> None:
+    """Boot stopped machines, start stopped services, wait until every broker is back."""
+    stopped = [m.name for m in ctx.cluster.machines() if not m.running()]
+    if stopped:
+        progress(f"starting machine(s) {', '.join(stopped)} (they were stopped)")
+        ctx.cluster.start_machines(stopped)
+    roles = {m.name: m.groups for m in ctx.topo.machines()}
+
+    def start(host: str) -> str:
+        services = [
+            s
+            for s, g in (
+                ("zookeeper", "zookeeper"),
+                ("kafka", "kafka_broker"),
+                ("kafka", "kafka_controller"),
+            )
+            if g in roles[host]
+        ]
+        services = list(dict.fromkeys(services))
+        if not services:
+            return ""
+        script = "; ".join(
+            f"systemctl is-active -q {s} || {{ sudo systemctl start {s} && echo {s}; }}"
+            for s in services
+        )
+        proc = ctx.sh(host, script, timeout=120)
+        return " ".join(proc.stdout.split())
+
+    with ThreadPoolExecutor(max_workers=len(roles)) as pool:
+        started = dict(zip(roles, pool.map(start, roles), strict=True))
+    for host, what in started.items():
+        if what:
+            progress(f"started {what} on {host} (it was stopped)")
+    wait_healthy(ctx, progress if any(started.values()) or stopped else None)
+
+
+def wait_healthy(ctx: LabContext, progress: Callable[[str], None] | None) -> None:
+    """Every broker registered again (and, in ZooKeeper mode, every ZooKeeper serving)."""
+    if progress:
+        progress("waiting until every broker is registered again")
+    health, _ = waits.wait_healthy(
+        ctx.admin(), ctx.brokers, ctx.addresses, WAIT_BROKERS, zookeeper=ctx.zk_hosts(), tick=1
+    )
+    if health.ok:
+        return
+    gone = health.gone(ctx.brokers)
+    why = "; ".join(f"{h}: {_service_state(ctx, h)}" for h in gone) or "ZooKeeper"
+    raise KafkalabError(
+        f"{', '.join(gone) or 'ZooKeeper'} did not come back within {WAIT_BROKERS:.0f}s "
+        f"({why}); see `kafkalab status` and "
+        "`kafkalab exec <host> -- journalctl -u kafka -n 50`"
+    )
+
+
+def _service_state(ctx: LabContext, host: str) -> str:
+    """One line on a broker that does not come back: its unit's state and last log line."""
+    proc = ctx.sh(
+        host,
+        "systemctl show kafka -p ActiveState -p SubState -p NRestarts --value | paste -sd' '; "
+        "journalctl -u kafka -n 1 --no-pager -o cat 2>/dev/null | cut -c1-200",
+        timeout=30,
+    )
+    return " | ".join(line for line in proc.stdout.splitlines() if line.strip()) or "unreachable"
+
+
+def create_topics(ctx: LabContext, recreated: list[str]) -> None:
+    """The setup topics, each with its preferred leaders and a full ISR before the next. A
+    topic deleted just now may still be `marked for deletion` (ZooKeeper mode): it is
+    retried until the brokers have let it go."""
+    for spec in ctx.lab.spec.setup.topics:
+        if spec.replicas:
+            new = NewTopic(
+                spec.name,
+                num_partitions=len(spec.replicas),
+                replica_assignment=spec.replicas,
+                config=spec.config,
+            )
+        else:
+            new = NewTopic(
+                spec.name,
+                num_partitions=spec.partitions,
+                replication_factor=spec.replication_factor or -1,
+                config=spec.config,
+            )
+        topics.create_topic(ctx.admin(), new, wait_deleted=spec.name in recreated)
+        waits.wait_topic_ready(ctx.admin(), spec.name, partitions=spec.partitions, preferred=True)
+
+
+def produce_records(ctx: LabContext) -> int:
+    """The setup records, partitioned like the Java clients do (murmur2 of the key)."""
+    specs = ctx.lab.spec.setup.records
+    if not specs:
+        return 0
+    errors: list[str] = []
+    producer = clients.producer(
+        ctx.bootstrap, {"acks": "all", "partitioner": "murmur2_random", "linger.ms": 5}
+    )
+
+    def done(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    count = 0
+    for r in specs:
+        for i in range(r.count):
+            key = r.key.format(i=i) if r.key is not None else None
+            producer.produce(r.topic, key=key, value=r.value.format(i=i), on_delivery=done)
+            producer.poll(0)
+            count += 1
+    left = producer.flush(60)
+    if errors or left:
+        raise KafkalabError(
+            f"could not write the starting records ({left} not delivered; {errors[:2]})"
+        )
+    return count

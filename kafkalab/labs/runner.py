@@ -1,0 +1,164 @@
+"""Running labs: `kafkalab lab ...` calls one function here each (list, start, reset,
+check, solve).
+
+The process joins the cluster's network namespace first (`netns.enter`), so the Python
+clients, the tools over ssh and the lab's own scripts all reach the machines; Ctrl-C still
+stops everything it started.
+"""
+
+from __future__ import annotations
+
+from kafkalab import render
+from kafkalab.errors import KafkalabError
+from kafkalab.labs import catalog, checks
+from kafkalab.labs.context import LabContext
+from kafkalab.labs.definition import Lab
+from kafkalab.labs.prepare import prepare
+from kafkalab.labs.progress import Progress
+from kafkalab.labs.solver import Solver
+from kafkalab.paths import repo_root
+from kafkalab.targets import netns
+from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.topology import Topology
+
+# -- the cluster a lab runs on -------------------------------------------------------------
+
+
+def require(topo: Topology | None, lab: Lab) -> Topology:
+    """Refuse, before anything runs, a cluster the lab cannot run on."""
+    needs = lab.spec.needs
+    name = f"lab {lab.id} ({lab.title})"
+    if topo is None:
+        raise KafkalabError(
+            f"no cluster here yet: run `kafkalab up` first ({name} needs "
+            f"{' or '.join(needs.modes)}, {needs.brokers} broker(s))"
+        )
+    if topo.mode not in needs.modes:
+        raise KafkalabError(
+            f"{name} runs on a {' or '.join(needs.modes)} cluster; this one is {topo.mode}. "
+            f"Run `kafkalab down --purge`, then `kafkalab up --mode {needs.modes[0]}`"
+        )
+    try:
+        topo.check_replication_factor(lab.max_replication_factor())
+    except KafkalabError as exc:
+        raise KafkalabError(f"{name}: {exc}") from None
+    missing = [h for h in needs.extra_hosts if h not in topo.extra_hosts]
+    if missing:
+        raise KafkalabError(
+            f"{name} needs the {' and '.join(missing)} host(s) this cluster does "
+            f"not have: run `kafkalab up --with {','.join(missing)}`"
+        )
+    if topo.brokers < needs.brokers:
+        raise KafkalabError(
+            f"{name} needs {needs.brokers} brokers; this cluster has "
+            f"{topo.brokers}: run `kafkalab up --brokers {needs.brokers}`"
+            + (
+                ""
+                if topo.mode == "kraft" and topo.controllers
+                else " after `kafkalab down --purge` (its ZooKeeper ensemble or KRaft voters "
+                "are fixed once it runs)"
+            )
+        )
+    return topo
+
+
+def context(lab: Lab, cluster: EmbeddedCluster | None = None) -> LabContext:
+    """The lab against the cluster here, with this process inside the cluster's network."""
+    cluster = cluster or EmbeddedCluster()
+    topo = require(cluster.topology(), lab)
+    if not netns.exists(cluster.ns):
+        raise KafkalabError(f"the lab network {cluster.ns} is gone: run `kafkalab up`")
+    progress = Progress(cluster.state)
+    baseline = progress.get(lab).get("baseline", {})
+    ctx = LabContext(cluster, topo, lab, progress.workdir(lab), baseline)
+    netns.enter(cluster.ns)
+    return ctx
+
+
+# -- list, start, reset -------------------------------------------------------------------------
+
+
+def rows() -> list[tuple[str, str, str, str, str]]:
+    """One row per lab: number, title, modes, brokers, the learner's state."""
+    progress = Progress()
+    out = []
+    for lab in catalog.discover():
+        if isinstance(lab, KafkalabError):
+            out.append(("??", "(cannot be loaded)", "", "", str(lab)))
+            continue
+        needs = lab.spec.needs
+        out.append(
+            (lab.id, lab.title, " or ".join(needs.modes), str(needs.brokers), progress.state(lab))
+        )
+    return out
+
+
+def start(ref: str) -> None:
+    lab = catalog.find(ref)
+    ctx = context(lab)
+    render.step(f"lab {lab.id}: {lab.title} — preparing the starting state")
+    seconds = prepare(ctx)
+    render.ok(f"lab {lab.id} is ready ({seconds:.1f}s). Goal: {lab.spec.goal}")
+    render.step(f"instructions: {lab.readme}")
+    render.step(f"when done: kafkalab lab check {lab.id}  (stuck? kafkalab lab solve {lab.id})")
+
+
+def reset(ref: str) -> None:
+    lab = catalog.find(ref)
+    ctx = context(lab)
+    seconds = prepare(ctx)
+    render.ok(f"lab {lab.id} is back at its starting state ({seconds:.1f}s)")
+
+
+# -- check and solve -----------------------------------------------------------------------
+
+
+def check(ref: str) -> bool:
+    lab = catalog.find(ref)
+    return _check(context(lab))
+
+
+def _check(ctx: LabContext) -> bool:
+    lab = ctx.lab
+    progress = Progress(ctx.cluster.state)
+    if progress.state(lab) == "not started":
+        render.step(
+            f"lab {lab.id} was not started here: `kafkalab lab start {lab.id}` sets "
+            "up its starting state"
+        )
+    render.step(f"lab {lab.id}: {lab.title} — checking")
+    failed = 0
+    specs = checks.applicable(ctx)
+    for spec in specs:
+        title, verdict = checks.run(ctx, spec)
+        (render.ok if verdict.ok else render.fail)(title)
+        for fact in verdict.facts:
+            render.detail(fact, "dim")
+        for problem in verdict.problems:
+            render.detail(problem)
+        if not verdict.ok:
+            failed += 1
+            if spec.hint:
+                render.detail(f"→ {spec.hint}", "cyan")
+    if failed:
+        render.fail(f"{failed} of {len(specs)} checks not passed yet (lab {lab.id})")
+        return False
+    progress.set(lab, "passed")
+    render.ok(f"lab {lab.id} passed")
+    return True
+
+
+def solve(ref: str, from_start: bool = True) -> bool:
+    lab = catalog.find(ref)
+    ctx = context(lab)
+    if from_start:
+        render.step(f"lab {lab.id}: {lab.title} — back to the starting state first")
+        prepare(ctx)
+    steps = [s for s in lab.spec.steps if s.modes is None or ctx.topo.mode in s.modes]
+    render.step(
+        f"the reference solution of lab {lab.id} on {ctx.topo.mode}: {len(steps)} "
+        f"steps, as in {lab.readme.relative_to(repo_root())}"
+    )
+    Solver(ctx).run(steps)
+    ctx.forget_records()
+    return _check(ctx)

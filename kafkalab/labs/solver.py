@@ -1,0 +1,179 @@
+"""A lab's reference solution, run step by step like a learner would type it: each command
+printed with where it runs, then its output; background steps, waits, checks polled until
+they pass. Runs inside the cluster's network namespace (kafkalab.labs.runner joins it).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import IO
+
+from kafkalab import render
+from kafkalab.errors import KafkalabError
+from kafkalab.kafka.tools import QUICK_JVM
+from kafkalab.labs import checks
+from kafkalab.labs.context import LabContext
+from kafkalab.labs.definition import PLACEHOLDER, LabStep
+from kafkalab.paths import repo_root
+from kafkalab.targets import netns
+
+UNTIL_TICK = 2.0  # seconds between two looks of an `until` step
+
+
+@dataclass
+class Background:
+    proc: subprocess.Popen[bytes]
+    out: IO[bytes]
+    title: str
+
+
+class Solver:
+    """Runs a lab's steps like a learner would type them, printing each and its output."""
+
+    def __init__(self, ctx: LabContext) -> None:
+        self.ctx = ctx
+        self.vars: dict[str, str] = {}
+        self.background: dict[str, Background] = {}
+
+    def resolve(self, text: str) -> str:
+        return PLACEHOLDER.sub(lambda m: self._value(m.group(1), m.group(2).split()), text)
+
+    def _value(self, name: str, args: list[str]) -> str:
+        ctx = self.ctx
+        if name in self.vars:
+            return self.vars[name]
+        if name == "live_broker":
+            return ctx.tool_host()
+        if name in ("quorum_leader", "quorum_follower"):
+            now = ctx.metadata_leader(replication=name == "quorum_follower")
+            if now.leader is None:
+                raise KafkalabError("no metadata leader right now: cannot say who leads")
+            if name == "quorum_leader":
+                return now.leader
+            return next(
+                h for h, m in sorted(now.members.items()) if h != now.leader and m != "down"
+            )
+        if name == "leader":
+            topic, part = args[0], int(args[1])
+            t = ctx.topic(topic)
+            if t is None:
+                raise KafkalabError(f"no topic {topic}: cannot say who leads it")
+            return ctx.host_of(t.partitions[part].leader)
+        raise KafkalabError(f"unknown placeholder {name}")
+
+    def run(self, steps: list[LabStep]) -> None:
+        try:
+            for n, step in enumerate(steps, start=1):
+                render.step(f"step {n}/{len(steps)}: {step.title}")
+                self.one(step)
+        finally:
+            for bg in self.background.values():
+                if bg.proc.poll() is None:
+                    os.killpg(bg.proc.pid, signal.SIGTERM)
+                    bg.proc.wait(10)
+                bg.out.close()
+
+    def one(self, step: LabStep) -> None:
+        if step.sleep:
+            time.sleep(step.sleep)
+            render.detail(f"(waited {step.sleep:g}s)", "dim")
+        elif step.wait:
+            self._join(step.wait, step)
+        elif step.until:
+            self._until(step)
+        else:
+            argv, where, shown = self._command(step)
+            render.command(where, shown)
+            if step.background:
+                out = tempfile.TemporaryFile()  # noqa: SIM115 (run() closes it after the last step)
+                bg = subprocess.Popen(
+                    argv,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    cwd=repo_root(),
+                    env=self._env(),
+                )
+                self.background[step.background] = Background(bg, out, shown)
+                render.detail(f"(running in the background as {step.background!r})", "dim")
+                return
+            try:
+                done = subprocess.run(
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    timeout=step.timeout,
+                    cwd=repo_root(),
+                    env=self._env(),
+                )
+            except subprocess.TimeoutExpired:
+                raise KafkalabError(
+                    f"step {step.title!r} did not finish within {step.timeout:.0f}s"
+                ) from None
+            render.output(done.stdout.decode(errors="replace"), step.show)
+            self._verdict(step, done.returncode)
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "PYTHONUNBUFFERED": "1", **self.ctx.lab.spec.env}
+
+    def _command(self, step: LabStep) -> tuple[list[str], str, str]:
+        if step.python:
+            text = self.resolve(step.python)
+            script, *args = shlex.split(text)
+            path = self.ctx.lab.path / script
+            shown = f".venv/bin/python {path.relative_to(repo_root())}"
+            shown += (" " + shlex.join(args)) if args else ""
+            # as from `kafkalab shell`: in the lab network, with its /etc/hosts (kafka1 resolves)
+            argv = netns.wrap(self.ctx.cluster.ns, [sys.executable, str(path), *args])
+            return argv, "(kafkalab shell)", shown
+        assert step.run is not None
+        host = self.resolve(step.machine or self.ctx.lab.spec.host)
+        if step.remember:
+            self.vars[step.remember] = host
+        shown = self.resolve(step.run)
+        env = {"KAFKA_JVM_PERFORMANCE_OPTS": QUICK_JVM, **self.ctx.lab.spec.env}
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        argv = self.ctx.cluster.login_command(host, ["bash", "-c", exports + shown])
+        return argv, host, shown
+
+    def _verdict(self, step: LabStep, code: int) -> None:
+        if step.expect == "fail" and code == 0:
+            raise KafkalabError(f"step {step.title!r} should have failed, but it worked")
+        if step.expect == "ok" and code != 0:
+            raise KafkalabError(f"step {step.title!r} failed (exit {code}); see its output above")
+
+    def _join(self, name: str, step: LabStep) -> None:
+        bg = self.background[name]
+        render.detail(f"(waiting for {name!r}: {bg.title})", "dim")
+        try:
+            code = bg.proc.wait(step.timeout)
+        except subprocess.TimeoutExpired:
+            raise KafkalabError(f"{name!r} did not finish within {step.timeout:.0f}s") from None
+        bg.out.seek(0)
+        render.output(bg.out.read().decode(errors="replace"), step.show)
+        self._verdict(step, code)
+
+    def _until(self, step: LabStep) -> None:
+        assert step.until is not None
+        started = time.monotonic()
+        while True:
+            self.ctx.forget_records()
+            title, verdict = checks.run(self.ctx, step.until)
+            if verdict.ok:
+                render.detail(f"✓ {title} (after {time.monotonic() - started:.0f}s)", "green")
+                return
+            if time.monotonic() - started > step.timeout:
+                raise KafkalabError(
+                    f"still not true after {step.timeout:.0f}s: {title}: "
+                    + "; ".join(verdict.problems)
+                )
+            time.sleep(UNTIL_TICK)
