@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalab.commands.fault import _render_result
+from kafkalab.cli.scenario import render_result
 from kafkalab.failover import delivery, traffic
 from kafkalab.failover import scenario as scenarios
 from kafkalab.failover.forensics import Writer
@@ -57,7 +57,7 @@ def test_a_copy_under_a_newer_epoch_passes_and_is_listed(capsys: pytest.CaptureF
         }
     ]
     data["seconds"] = 1.0
-    _render_result(data)
+    render_result(data)
     out = capsys.readouterr().out
     assert "0:2 (3000/0/2), 0:3 (3000/1/0)" in out
     words = " ".join(out.split())  # the terminal may wrap the verdict line

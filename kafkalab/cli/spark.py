@@ -18,7 +18,7 @@ from kafkalab.targets import netns
 from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(
-    help="Spark on the lab: fetch the artifact, submit PySpark jobs, status, checks.",
+    help="Spark on the cluster: fetch the artifact, submit PySpark jobs, status, checks.",
     no_args_is_help=True,
 )
 
@@ -50,7 +50,7 @@ def submit(
         list[str] | None, typer.Option("--conf", help="extra Spark setting key=value")
     ] = None,
 ) -> None:
-    """Run a PySpark job on the lab's Spark cluster (driver here, executors on the workers)."""
+    """Run a PySpark job on the cluster's Spark hosts (driver here, executors on the workers)."""
     settings = {}
     for item in conf or []:
         key, sep, value = item.partition("=")

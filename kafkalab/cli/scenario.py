@@ -1,102 +1,23 @@
-"""`kafkalab fault ...` and `kafkalab scenario ...`: fault injection and verdicts."""
+"""`kafkalab scenario ...`: failover scenarios played against the cluster, with their verdict."""
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kafkalab import render
-from kafkalab.failover import faults, runner, verdict
+from kafkalab.failover import runner, verdict
 from kafkalab.failover import scenario as scenarios
 from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.targets.statedir import one_command
 
-fault_app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
-scenario_app = typer.Typer(
-    help="Failover scenarios with a no-data-loss verdict.", no_args_is_help=True
-)
-
-Host = Annotated[str, typer.Argument(help="a Kafka machine, e.g. kafka2")]
+app = typer.Typer(help="Failover scenarios with a no-data-loss verdict.", no_args_is_help=True)
 
 
-@fault_app.command()
-@one_command
-def kill(host: Host) -> None:
-    """SIGKILL the broker; systemd restarts nothing until `fault start` or `fault heal`."""
-    faults.kill(EmbeddedCluster(), host)
-    render.ok(f"{host}: broker killed (SIGKILL); it stays down until `kafkalab fault heal`")
-
-
-@fault_app.command()
-@one_command
-def stop(host: Host) -> None:
-    """Clean shutdown of the broker (SIGTERM: leadership moves first)."""
-    faults.stop(EmbeddedCluster(), host)
-    render.ok(f"{host}: broker stopped cleanly; `kafkalab fault start {host}` brings it back")
-
-
-@fault_app.command()
-@one_command
-def start(host: Host) -> None:
-    """Start a killed or stopped broker again."""
-    faults.start(EmbeddedCluster(), host)
-    render.ok(f"{host}: broker starting (it rejoins the ISR once it has caught up)")
-
-
-@fault_app.command()
-@one_command
-def pause(
-    host: Host,
-    for_: Annotated[
-        str | None, typer.Option("--for", help="resume after this long, e.g. 20s; default: heal")
-    ] = None,
-) -> None:
-    """SIGSTOP the broker (SIGCONT after --for, or at `fault resume`/`fault heal`)."""
-    lab = EmbeddedCluster()
-    seconds = faults.parse_duration(for_) if for_ is not None else None
-    faults.pause(lab, host)
-    if seconds is None:
-        render.ok(f"{host}: broker paused (SIGSTOP); `kafkalab fault heal` resumes it")
-        return
-    render.step(f"{host}: broker paused (SIGSTOP) for {seconds:g}s")
-    try:
-        time.sleep(seconds)
-    finally:
-        faults.resume(lab, host)
-    render.ok(f"{host}: broker resumed (SIGCONT)")
-
-
-@fault_app.command()
-@one_command
-def resume(host: Host) -> None:
-    """SIGCONT a paused broker."""
-    faults.resume(EmbeddedCluster(), host)
-    render.ok(f"{host}: broker resumed (SIGCONT)")
-
-
-@fault_app.command()
-@one_command
-def isolate(host: Host) -> None:
-    """Cut the machine off the lab network, both directions (`fault heal` undoes it)."""
-    faults.isolate(EmbeddedCluster(), host)
-    render.ok(f"{host}: isolated from the lab network; `kafkalab fault heal` reconnects it")
-
-
-@fault_app.command()
-@one_command
-def heal(
-    hosts: Annotated[list[str] | None, typer.Argument(help="machines; default: all")] = None,
-) -> None:
-    """Undo every fault: reconnect, resume, start what was killed or stopped."""
-    for h in faults.heal(EmbeddedCluster(), hosts or None):
-        render.ok(f"{h.host}: {', '.join(h.actions)}" if h.actions else f"{h.host}: no fault")
-
-
-@scenario_app.command("list")
+@app.command("list")
 def list_() -> None:
     """The shipped scenarios: what each breaks and what it expects."""
     render.table(
@@ -109,13 +30,13 @@ def list_() -> None:
     )
 
 
-@scenario_app.command()
+@app.command()
 def show(name: Annotated[str, typer.Argument(help="scenario name or .yml file")]) -> None:
     """Print a scenario's definition (topic, producer, fault schedule, expectation)."""
     typer.echo(scenarios.source(name), nl=False)
 
 
-@scenario_app.command()
+@app.command()
 @one_command
 def run(
     name: Annotated[str, typer.Argument(help="scenario name (`scenario list`) or a .yml file")],
@@ -129,7 +50,7 @@ def run(
     report: Annotated[Path | None, typer.Option(help="write the full report as JSON here")] = None,
     keep_topic: Annotated[bool, typer.Option(help="keep the scenario's topic afterwards")] = False,
 ) -> None:
-    """Run a scenario against the lab and give the verdict (exit 1 when it fails)."""
+    """Run a scenario against the cluster and give the verdict (exit 1 when it fails)."""
     scenario = scenarios.load(name)
     result = runner.run(
         EmbeddedCluster(),
@@ -141,7 +62,7 @@ def run(
         progress=render.step,
     )
     data = verdict.to_dict(result)
-    _render_result(data)
+    render_result(data)
     if report is not None:
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps(data, indent=2) + "\n")
@@ -162,7 +83,9 @@ def _copies(copies: list[dict[str, Any]]) -> str:
     )
 
 
-def _render_result(data: dict[str, Any]) -> None:
+def render_result(data: dict[str, Any]) -> None:
+    """A run's report (verdict.to_dict) as the figures table, the lost and duplicated
+    records, and the verdict line."""
     d, sends, rec = data["delivery"], data["sends"], data["recovery"]
     each = rec["each"]
     rows = [

@@ -1,0 +1,90 @@
+"""`kafkalab fault ...`: faults injected into the cluster's machines, and healing them."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from kafkalab import render
+from kafkalab.failover import faults
+from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.statedir import one_command
+
+app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
+
+Host = Annotated[str, typer.Argument(help="a Kafka machine, e.g. kafka2")]
+
+
+@app.command()
+@one_command
+def kill(host: Host) -> None:
+    """SIGKILL the broker; systemd restarts nothing until `fault start` or `fault heal`."""
+    faults.kill(EmbeddedCluster(), host)
+    render.ok(f"{host}: broker killed (SIGKILL); it stays down until `kafkalab fault heal`")
+
+
+@app.command()
+@one_command
+def stop(host: Host) -> None:
+    """Clean shutdown of the broker (SIGTERM: leadership moves first)."""
+    faults.stop(EmbeddedCluster(), host)
+    render.ok(f"{host}: broker stopped cleanly; `kafkalab fault start {host}` brings it back")
+
+
+@app.command()
+@one_command
+def start(host: Host) -> None:
+    """Start a killed or stopped broker again."""
+    faults.start(EmbeddedCluster(), host)
+    render.ok(f"{host}: broker starting (it rejoins the ISR once it has caught up)")
+
+
+@app.command()
+@one_command
+def pause(
+    host: Host,
+    for_: Annotated[
+        str | None, typer.Option("--for", help="resume after this long, e.g. 20s; default: heal")
+    ] = None,
+) -> None:
+    """SIGSTOP the broker (SIGCONT after --for, or at `fault resume`/`fault heal`)."""
+    cluster = EmbeddedCluster()
+    seconds = faults.parse_duration(for_) if for_ is not None else None
+    faults.pause(cluster, host)
+    if seconds is None:
+        render.ok(f"{host}: broker paused (SIGSTOP); `kafkalab fault heal` resumes it")
+        return
+    render.step(f"{host}: broker paused (SIGSTOP) for {seconds:g}s")
+    try:
+        time.sleep(seconds)
+    finally:
+        faults.resume(cluster, host)
+    render.ok(f"{host}: broker resumed (SIGCONT)")
+
+
+@app.command()
+@one_command
+def resume(host: Host) -> None:
+    """SIGCONT a paused broker."""
+    faults.resume(EmbeddedCluster(), host)
+    render.ok(f"{host}: broker resumed (SIGCONT)")
+
+
+@app.command()
+@one_command
+def isolate(host: Host) -> None:
+    """Cut the machine off the cluster network, both directions (`fault heal` undoes it)."""
+    faults.isolate(EmbeddedCluster(), host)
+    render.ok(f"{host}: isolated from the lab network; `kafkalab fault heal` reconnects it")
+
+
+@app.command()
+@one_command
+def heal(
+    hosts: Annotated[list[str] | None, typer.Argument(help="machines; default: all")] = None,
+) -> None:
+    """Undo every fault: reconnect, resume, start what was killed or stopped."""
+    for h in faults.heal(EmbeddedCluster(), hosts or None):
+        render.ok(f"{h.host}: {', '.join(h.actions)}" if h.actions else f"{h.host}: no fault")

@@ -1,0 +1,58 @@
+"""The kafkalab command line: one module per verb group (`cluster`, `host`, `lab`, `fault`,
+`scenario`, `spark`, `box`), each parsing, calling one function and rendering; here the app
+that holds them and `main`, which shows a user's error as one line and Ctrl-C as a message.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import typer
+
+from kafkalab import render
+from kafkalab.cli import box, cluster, fault, host, lab, scenario, spark
+from kafkalab.errors import KafkalabError
+
+app = typer.Typer(
+    help="A real Apache Kafka cluster to learn, teach and test on.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.add_typer(lab.app, name="lab")
+app.add_typer(fault.app, name="fault")
+app.add_typer(scenario.app, name="scenario")
+app.add_typer(spark.app, name="spark")
+app.add_typer(box.app, name="box")
+
+app.command()(cluster.up)
+app.command()(cluster.down)
+app.command()(cluster.status)
+app.command(name="exec", context_settings={"allow_extra_args": True})(cluster.exec_)
+app.command()(cluster.shell)
+app.command()(host.fetch)
+app.command()(host.doctor)
+
+
+class Interrupted(Exception):
+    """Ctrl-C, raised as our own exception: typer turns KeyboardInterrupt into a silent exit."""
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise Interrupted
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        app()
+    except KafkalabError as exc:
+        render.error(str(exc))
+        sys.exit(2)
+    except (Interrupted, KeyboardInterrupt):
+        # Machines run in sessions of their own: Ctrl-C stops kafkalab, not them, and the
+        # cluster was saved before they booted, so `down` knows every one.
+        render.error("interrupted; machines that were started keep running: `kafkalab down`")
+        sys.exit(130)
