@@ -1,4 +1,4 @@
-"""Boot soak: boot a lab's machines and stop them, again and again, and count bad boots.
+"""Boot soak: boot a cluster's machines and stop them, again and again, and count bad boots.
 
     sudo .venv/bin/python -m bench.boot_soak [--boots 50] [--brokers 3] [--keep-cache] [--json]
 
@@ -41,18 +41,18 @@ def cgroups_of(pid: int) -> tuple[str, str]:
     return unified, named
 
 
-def one_round(lab: EmbeddedCluster, topo: topology.Topology, drop: bool) -> dict[str, Any]:
+def one_round(cluster: EmbeddedCluster, topo: topology.Topology, drop: bool) -> dict[str, Any]:
     if drop:
         drop_caches()
     said: list[str] = []
     start = time.monotonic()
     error = ""
     try:
-        lab.up(topo, said.append, provision_hosts=False)
+        cluster.up(topo, said.append, provision_hosts=False)
     except KafkalabError as exc:
         error = str(exc)
     seconds = time.monotonic() - start
-    machines = lab.machines()
+    machines = cluster.machines()
     states = boot.states(machines, timeout=60)
     groups = {}
     for m in machines:
@@ -62,7 +62,7 @@ def one_round(lab: EmbeddedCluster, topo: topology.Topology, drop: bool) -> dict
     rebooted = [line for line in said if "did not boot cleanly" in line]
     bad = bool(error or rebooted or any(s.state != "running" for s in states.values()))
     shared = len(set(groups.values())) != len(groups) or "" in groups.values()
-    lab.down(False, lambda _msg: None)
+    cluster.down(False, lambda _msg: None)
     return {
         "seconds": round(seconds, 1),
         "bad": bad or shared,
@@ -84,12 +84,12 @@ def main() -> int:
     ns = os.environ.get("KAFKALAB_SOAK_NS", "klsoak")
     os.environ["KAFKALAB_NETNS"] = ns
     with tempfile.TemporaryDirectory(prefix="kafkalab-soak-") as tmp:
-        lab = EmbeddedCluster(Path(tmp) / "state")
+        cluster = EmbeddedCluster(Path(tmp) / "state")
         topo = topology.load(overrides={"brokers": args.brokers, "extra_hosts": []})
         rounds = []
         try:
             for i in range(1, args.boots + 1):
-                r = one_round(lab, topo, drop=not args.no_drop)
+                r = one_round(cluster, topo, drop=not args.no_drop)
                 rounds.append(r)
                 if not args.json:
                     mark = "BAD" if r["bad"] else "ok "
@@ -103,7 +103,7 @@ def main() -> int:
                     )
                     print(f"boot {i:3d}: {mark} {r['seconds']:5.1f}s {detail}", flush=True)
         finally:
-            lab.down(True, lambda _msg: None)
+            cluster.down(True, lambda _msg: None)
     bad = sum(r["bad"] for r in rounds)
     times = sorted(r["seconds"] for r in rounds)
     summary = {

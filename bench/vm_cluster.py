@@ -79,13 +79,13 @@ def main() -> None:
 
     STATE.mkdir(parents=True, exist_ok=True)
     (STATE / "vagrant.log").write_text("")
-    lab = STATE / "cluster.yml"
-    lab.write_text(
+    topology_file = STATE / "cluster.yml"
+    topology_file.write_text(
         yaml.safe_dump({"mode": args.mode, "brokers": args.brokers, "memory_mb": args.memory_mb})
     )
     figures: dict[str, float] = {}
     created = vagrant.ensure_netns()
-    env = vagrant.env(lab, STATE / ".vagrant", BOX_NAME, args.driver, "klbench-vm_")
+    env = vagrant.env(topology_file, STATE / ".vagrant", BOX_NAME, args.driver, "klbench-vm_")
     result = ""
     try:
         vagrant.start_libvirt(STATE)

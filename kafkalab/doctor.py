@@ -16,6 +16,7 @@ from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
 from kafkalab.targets import boot, image, vagrant
+from kafkalab.targets.embedded import EmbeddedCluster
 
 
 @dataclass
@@ -91,12 +92,10 @@ def run() -> list[Check]:
 
 
 def machines() -> list[Check]:
-    """How each running machine of this lab booted (its systemd's own answer)."""
-    from kafkalab.targets.embedded import EmbeddedCluster
-
+    """How each running machine of this cluster booted (its systemd's own answer)."""
     try:
-        lab = EmbeddedCluster()
-        found = boot.states([m for m in lab.machines() if m.running()], timeout=10)
+        cluster = EmbeddedCluster()
+        found = boot.states([m for m in cluster.machines() if m.running()], timeout=10)
     except KafkalabError as exc:
         return [Check("lab", False, str(exc), "see the message")]
     return [

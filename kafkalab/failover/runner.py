@@ -204,7 +204,7 @@ def run(
     cancel = threading.Event()
 
     def play() -> None:
-        # Every Kafka client is made here, in a thread inside the lab namespace: the
+        # Every Kafka client is made here, in a thread inside the cluster's namespace: the
         # threads librdkafka starts inherit it.
         runner = Runner(cluster, scenario, result, progress, cancel)
         runner.run()

@@ -1,4 +1,4 @@
-"""A small client of ksqlDB's REST API (httpx), for the ksqlDB lab and its tests.
+"""A small client of ksqlDB's REST API (httpx), for the ksqlDB lab (08) and its tests.
 
 Seed 002 used ksql-python, which needs patching on current Pythons; the REST API it wraps
 is simple enough to call directly:
@@ -8,7 +8,7 @@ is simple enough to call directly:
   queries (the table's current state), one JSON document per line;
 - `GET /info`: version and status.
 
-Run it inside the lab network (ksql1:8088 resolves there).
+Run it inside the cluster's network (ksql1:8088 resolves there).
 """
 
 from __future__ import annotations

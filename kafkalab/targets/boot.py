@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-# Units the lab's roles run: a failed one is the cluster's business (a fault, a broker
+# Units the cluster's roles run: a failed one is the cluster's business (a fault, a broker
 # that crashed), which provisioning and `fault heal` handle, not a bad boot.
-LAB_SERVICES = frozenset(
+CLUSTER_SERVICES = frozenset(
     f"{unit}.service" for unit in ("kafka", "zookeeper", "spark-master", "spark-worker", "ksqldb")
 )
 BOOT_TIMEOUT = 180.0
@@ -36,7 +36,7 @@ class BootState:
     """What the machine's systemd says: `running`, `degraded`, `starting`, ..."""
 
     state: str
-    failed: list[str] = field(default_factory=list)  # failed units that are not lab services
+    failed: list[str] = field(default_factory=list)  # failed units not among CLUSTER_SERVICES
     journal: dict[str, list[str]] = field(default_factory=dict)  # unit -> its last lines
 
     @property
@@ -118,7 +118,7 @@ def state(machine: Machine, timeout: float = BOOT_TIMEOUT, journal_lines: int = 
     boot.failed = [
         line.split()[0]
         for line in units.splitlines()
-        if line.split() and line.split()[0] not in LAB_SERVICES
+        if line.split() and line.split()[0] not in CLUSTER_SERVICES
     ]
     if boot.state.startswith("starting"):
         jobs = _run(init, ["systemctl", "list-jobs", "--no-legend", "--plain"])

@@ -1,7 +1,7 @@
 """Embedded machines: systemd-nspawn containers booted from the base image.
 
 Each machine has systemd as PID 1, its own hostname, address and sshd, on the
-lab bridge inside the lab's network namespace. Its root is an overlay of the
+cluster's bridge inside the cluster's network namespace. Its root is an overlay of the
 shared base image; the upper dir keeps everything the machine wrote, so
 `down` then `up` keeps topics and data.
 """
@@ -30,7 +30,7 @@ from kafkalab.targets import netns, rootfs
 # nspawn makes the machine's cgroup namespace there. Without it every machine's systemd
 # managed the same root subtree, and one machine removed the unit cgroups another was
 # attaching to (219/CGROUP, a boot left `degraded` or refusing logins for ever).
-# The machine's link is a veth pair kafkalab makes (lab side on the bridge, the other
+# The machine's link is a veth pair kafkalab makes (cluster side on the bridge, the other
 # end moved into the machine), so its names are ours and several labs run side by side.
 CGROUP_MOUNTS = """mount -t tmpfs tmpfs /sys/fs/cgroup
 mkdir -p /sys/fs/cgroup/unified /sys/fs/cgroup/systemd
@@ -146,7 +146,7 @@ class EmbeddedMachine:
             "etc/systemd/network/10-host0.network",
             NETWORK_UNIT.format(link=self.link, address=self.address, prefix=prefix),
         )
-        # Its own name resolves to its lab address (not 127.0.1.1, where nothing listens).
+        # Its own name resolves to its cluster address (not 127.0.1.1, where nothing listens).
         line = f"{self.address} {self.name}"
         current = rootfs.read_text(self.root, "etc/hosts") or "127.0.0.1 localhost\n"
         if line not in current.splitlines():
@@ -226,7 +226,7 @@ class EmbeddedMachine:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            # Written before a Ctrl-C can land: no machine runs unknown to its lab.
+            # Written before a Ctrl-C can land: no machine runs unknown to its cluster.
             self.pid_file.write_text(f"{proc.pid}\n")
         return proc.pid
 
@@ -310,7 +310,7 @@ def wait_ssh(
     tick: Callable[[str], None] | None = None,
     login: Callable[[EmbeddedMachine], list[str]] | None = None,
 ) -> None:
-    """Wait until every machine's sshd answers with its banner, from inside the lab, and
+    """Wait until every machine's sshd answers with its banner, from inside the cluster, and
     then, with `login` (an ssh command that runs `true`), until a login succeeds.
 
     A banner alone is not enough: while a machine boots, sshd already answers but PAM

@@ -1,14 +1,14 @@
-"""The lab's own network namespace: a bridge, no uplink, no NAT, no default route.
+"""The cluster's own network namespace: a bridge, no uplink, no NAT, no default route.
 
-Everything that talks to lab machines runs inside it: subprocesses through
+Everything that talks to the cluster's machines runs inside it: subprocesses through
 `ip netns exec`, Python code in a thread that has joined the namespace (setns is
 per thread, and threads that thread starts inherit it, librdkafka's included).
 
-A namespace kafkalab made for a lab has a claim, /run/kafkalab/netns/<ns>.owner (not in
-/etc/netns/<ns>/, whose every file `ip netns exec` bind-mounts over /etc): the lab's
+A namespace kafkalab made for a cluster has a claim, /run/kafkalab/netns/<ns>.owner (not in
+/etc/netns/<ns>/, whose every file `ip netns exec` bind-mounts over /etc): the cluster's
 state dir and the namespace's inode (a namespace made again after a reboot, by someone
-else, is not the old claim's). Only that lab deletes it; a namespace made by someone
-else (a test harness that runs the lab inside it) is never deleted by a lab.
+else, is not the old claim's). Only that cluster deletes it; a namespace made by someone
+else (a test harness that runs the cluster inside it) is never deleted by kafkalab.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def ensure(ns: str, gateway: str, hosts: dict[str, str]) -> None:
         _ip("addr", "add", gateway, "dev", BRIDGE, ns=ns)
     _ip("link", "set", BRIDGE, "up", ns=ns)
     routes = _ip("route", "show", "default", ns=ns).stdout.strip()
-    if routes:  # never: the lab has no way out, and we check rather than trust
+    if routes:  # never: the cluster has no way out, and we check rather than trust
         raise KafkalabError(f"namespace {ns} has a default route ({routes}); refusing to go on")
     write_hosts(ns, hosts)
 
@@ -137,9 +137,9 @@ def write_hosts(ns: str, hosts: dict[str, str]) -> None:
 
 
 def delete(ns: str, owner_state: Path | None = None) -> bool:
-    """Delete `ns` and its /etc/netns files; True when done. With `owner_state` (a lab's
-    state dir), only if that lab made it; without (a harness removing a namespace it made
-    itself), only if no lab claims it."""
+    """Delete `ns` and its /etc/netns files; True when done. With `owner_state` (a
+    cluster's state dir), only if that cluster made it; without (a harness removing a
+    namespace it made itself), only if no cluster claims it."""
     check_name(ns, "namespace")
     made_by = owner(ns)
     mine = None if owner_state is None else owner_state.resolve()
@@ -147,7 +147,7 @@ def delete(ns: str, owner_state: Path | None = None) -> bool:
         if made_by != mine:
             return False
         _ip("netns", "delete", ns)
-    else:  # its files stay unless they are this lab's (or, for a harness, no lab's)
+    else:  # its files stay unless they are this cluster's (or, for a harness, no cluster's)
         stale = _claim_record(ns)
         left_by = None if stale is None else stale.get("state")
         if left_by != (None if mine is None else str(mine)):
@@ -260,7 +260,7 @@ def enter(ns: str) -> None:
 def inside(ns: str) -> Iterator[None]:
     """Run the body (and the subprocesses and threads it starts) with the calling thread
     in `ns`, and bring the thread back to where it was afterwards, even on errors: a test
-    session's later steps (downloads, other labs) must not stay in a lab's network."""
+    session's later steps (downloads, other clusters) must not stay in a cluster's network."""
     libc = ctypes.CDLL(None, use_errno=True)
     home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
     try:

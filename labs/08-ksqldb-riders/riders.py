@@ -70,9 +70,9 @@ DROP = [
 ]
 
 
-def server_url(lab: EmbeddedCluster | None = None) -> str:
-    """The lab's ksqlDB REST endpoint; a clear error when the lab has none."""
-    topo = (lab or EmbeddedCluster()).topology()
+def server_url(cluster: EmbeddedCluster | None = None) -> str:
+    """The cluster's ksqlDB REST endpoint; a clear error when it has none."""
+    topo = (cluster or EmbeddedCluster()).topology()
     hosts = [m for m in (topo.machines() if topo else []) if "ksqldb" in m.groups]
     if hosts:
         return f"http://{hosts[0].address}:8088"
