@@ -1,6 +1,6 @@
 """One Vagrantfile for every lab folder: labs/NN-name/Vagrantfile is a link to
 labs/Vagrantfile.lab (no copies to drift apart). What the links bring up is tested in
-tests/unit/test_vagrantfile.py."""
+tests/unit/targets/test_vagrant.py."""
 
 from __future__ import annotations
 

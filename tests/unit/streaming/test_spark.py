@@ -1,19 +1,80 @@
-"""Job names and checkpoint paths of kafkalab.spark: what `spark reset` deletes, here and as
-root on the workers, is a quoted path built from a checked name. No lab runs: the ssh
-commands are built, not run."""
+"""The controller side of kafkalab.streaming.spark, with no cluster running: finding the Spark
+hosts, the spark-submit command, jobs by name; job names and checkpoint paths (what `spark
+reset` deletes, here and as root on the workers, is a quoted path built from a checked
+name: the ssh commands are built, not run)."""
 
 from __future__ import annotations
 
+import ast
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from kafkalab import topology
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
 from kafkalab.streaming import spark
-from tests.unit.test_spark_role import lab_with
+from kafkalab.targets.embedded import EmbeddedCluster
+
+
+def lab_with(tmp_path: Path, extra: list[str]) -> EmbeddedCluster:
+    lab = EmbeddedCluster(tmp_path / "state")
+    lab._save(topology.load(overrides={"extra_hosts": extra}))
+    return lab
+
+
+def test_cluster_finds_master_driver_address_and_brokers(tmp_path):
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
+    assert sc.master_url == "spark://10.77.0.21:7077"
+    assert sc.driver_address == "10.77.0.1"
+    assert sc.bootstrap == "10.77.0.11:9092,10.77.0.12:9092,10.77.0.13:9092"
+    ns = sc.cluster.ns
+    assert sc.checkpoint("ride-counts") == f"/var/tmp/kafkalab-{ns}/checkpoints/ride-counts"
+
+
+def test_cluster_without_spark_says_how_to_add_it(tmp_path):
+    with pytest.raises(KafkalabError, match="--with spark"):
+        spark.locate(lab_with(tmp_path, []))
+
+
+def test_submit_command_runs_the_driver_in_the_lab_network(tmp_path, monkeypatch):
+    home = tmp_path / "spark-home"
+    monkeypatch.setattr(spark.spark_artifact, "unpacked", lambda: home)
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
+    job = repo_root() / "spark" / "jobs" / "ride_counts.py"
+    cmd, env = spark.submit_command(sc, job, ["--once"], {"spark.ui.enabled": "false"})
+    assert cmd[:4] == ["ip", "netns", "exec", sc.cluster.ns]
+    assert cmd[4] == str(home / "bin" / "spark-submit")
+    assert cmd[-2:] == [str(job), "--once"]
+    confs = {
+        cmd[i + 1].split("=", 1)[0]: cmd[i + 1].split("=", 1)[1]
+        for i, a in enumerate(cmd)
+        if a == "--conf"
+    }
+    assert confs["spark.driver.host"] == "10.77.0.1"
+    assert confs["spark.pyspark.driver.python"] == sys.executable
+    assert confs["spark.pyspark.python"] == "/usr/bin/python3"
+    assert confs["spark.executor.memory"] == "512m"  # one executor fits the worker (768m)
+    assert confs["spark.sql.streaming.checkpointLocation"] == sc.checkpoint("ride-counts")
+    assert confs["spark.ui.enabled"] == "false"
+    assert "--deploy-mode" in cmd and cmd[cmd.index("--deploy-mode") + 1] == "client"
+    assert env["SPARK_HOME"] == str(home)
+    assert (Path(env["SPARK_CONF_DIR"]) / "log4j2.properties").exists()
+
+
+def test_resolve_job_by_name_or_path():
+    assert spark.resolve_job("ride_counts").name == "ride_counts.py"
+    assert spark.resolve_job("spark/jobs/rider_locations.py").name == "rider_locations.py"
+
+
+def test_jobs_are_valid_python_with_a_main():
+    for job in (repo_root() / "spark" / "jobs").glob("*.py"):
+        tree = ast.parse(job.read_text())
+        names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert "main" in names, job.name
 
 
 def remote_words(argv: list[str]) -> list[str]:

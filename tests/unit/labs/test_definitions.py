@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from kafkalab.errors import KafkalabError
-from kafkalab.kafka import partitioner, quorum
 from kafkalab.labs import catalog, runner
 from kafkalab.labs.definition import Lab
 from kafkalab.labs.progress import Progress
@@ -302,46 +301,6 @@ def test_progress_is_kept_per_lab(tmp_path):
     assert progress.state(lab) == "passed"
     assert progress.get(lab)["baseline"] == {"x": 1}
     assert progress.workdir(lab) == tmp_path / "labs" / "01-first-topic"
-
-
-def test_murmur2_matches_kafka_and_the_lab_script():
-    # seed 004: keys 1..5 over two partitions -> 2 and 5 in partition 0, 1, 3, 4 in partition 1
-    assert [partitioner.java_partition(k, 2) for k in "12345"] == [1, 0, 1, 1, 0]
-    # org.apache.kafka.common.utils.UtilsTest#testMurmur2
-    cases = {
-        "21": -973932308,
-        "foobar": -790332482,
-        "a-little-bit-long-string": -985981536,
-        "a-little-bit-longer-string": -1486304829,
-        "lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
-    }
-    for text, signed in cases.items():
-        assert partitioner.murmur2(text.encode()) == signed & 0xFFFFFFFF
-    script = catalog.find("02").path / "where.py"
-    out = subprocess.run(
-        [sys.executable, str(script), "--partitions", "3", "alice", "carol"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert "alice: murmur2 = 0x74504595" in out and "mod 3 = partition 0" in out
-    assert "carol" in out and "partition 2" in out.splitlines()[1]
-
-
-def test_quorum_table_is_parsed():
-    text = (
-        "NodeId\tDirectoryId           \tLogEndOffset\tLag\tLastFetchTimestamp\t"
-        "LastCaughtUpTimestamp\tStatus  \t\n"
-        "2     \tAAAAAAAAAAAAAAAAAAAAAA\t722         \t0  \t1795308217798     \t1795308217798"
-        "        \tLeader  \t\n"
-        "1     \tAAAAAAAAAAAAAAAAAAAAAA\t722         \t0  \t1795308217320     \t1795308217320"
-        "        \tFollower\t\n"
-    )
-    rows = quorum._table(text)
-    assert [(r["NodeId"], r["Status"], r["Lag"]) for r in rows] == [
-        ("2", "Leader", "0"),
-        ("1", "Follower", "0"),
-    ]
 
 
 def test_cli_list_flags_a_broken_lab_and_lists_the_others(tmp_path):
