@@ -43,19 +43,12 @@ from kafkalab.topology import Topology
 class Runner:
     """One run of a scenario, from the first health check to the verdict."""
 
-    def __init__(
-        self,
-        cluster: EmbeddedCluster,
-        scenario: Scenario,
-        result: Result,
-        progress: Callable[[str], None],
-        cancel: threading.Event | None = None,
-    ) -> None:
-        self.session = Session(cluster, scenario, result, progress, cancel)
+    def __init__(self, session: Session) -> None:
+        self.session = session
 
     def run(self) -> None:
         run, s, r = self.session, self.session.scenario, self.session.result
-        self.wait_healthy("before the run", timeout=120, required=True)
+        self.check_healthy("before the run", timeout=120, required=True)
         run.progress(
             f"topic {r.topic}: {s.topic.partitions} partitions, RF {s.topic.replication_factor}"
         )
@@ -104,9 +97,9 @@ class Runner:
             run.note("healing what is still broken", ", ".join(sorted(run.faulted)) or None)
             faults.heal(run.cluster)
             run.faulted.clear()
-        self.wait_healthy("after the schedule", timeout=300, required=False)
+        self.check_healthy("after the schedule", timeout=300, required=False)
 
-    def wait_healthy(self, when: str, timeout: float, required: bool) -> None:
+    def check_healthy(self, when: str, timeout: float, required: bool) -> None:
         """Every broker listening and registered, every partition of every topic led and
         with a full ISR. Before the run that is required; after it, a problem of the run."""
         run = self.session
@@ -206,7 +199,7 @@ def run(
     def play() -> None:
         # Every Kafka client is made here, in a thread inside the cluster's namespace: the
         # threads librdkafka starts inherit it.
-        runner = Runner(cluster, scenario, result, progress, cancel)
+        runner = Runner(Session(cluster, scenario, result, progress, cancel))
         runner.run()
         if keep_topic:
             return

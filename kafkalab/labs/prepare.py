@@ -87,10 +87,10 @@ def ensure_running(ctx: LabContext, progress: Callable[[str], None]) -> None:
     for host, what in started.items():
         if what:
             progress(f"started {what} on {host} (it was stopped)")
-    wait_healthy(ctx, progress if any(started.values()) or stopped else None)
+    wait_brokers_back(ctx, progress if any(started.values()) or stopped else None)
 
 
-def wait_healthy(ctx: LabContext, progress: Callable[[str], None] | None) -> None:
+def wait_brokers_back(ctx: LabContext, progress: Callable[[str], None] | None) -> None:
     """Every broker registered again (and, in ZooKeeper mode, every ZooKeeper serving)."""
     if progress:
         progress("waiting until every broker is registered again")
