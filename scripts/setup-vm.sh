@@ -4,7 +4,7 @@
 # QEMU, and the tools that lay the box's disk. Idempotent; run after scripts/setup.sh.
 #
 # The project runs libvirtd and virtlogd itself, inside its own network namespace
-# (kafkalab/vagrant.py: `klvm`, no uplink, no NAT, no default route). So this script
+# (kafkalab/targets/vagrant.py: `klvm`, no uplink, no NAT, no default route). So this script
 # makes sure no libvirt daemon starts on its own in the root namespace: services are not
 # started during the install, libvirt's `default` NAT network does not autostart, and on
 # a systemd host libvirt's units are disabled. (A trainer who wants the usual libvirt
