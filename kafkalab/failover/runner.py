@@ -204,7 +204,7 @@ def run(
         if keep_topic:
             return
         try:  # tidying up: the verdict stands whatever happens here
-            topics.delete_topics(runner.session.admin, [result.topic])
+            topics.delete_topics(runner.session.admin, [result.topic], wait_gone=False)
         except Exception as exc:
             progress(f"topic {result.topic} kept: deleting it failed ({exc})")
 

@@ -38,20 +38,23 @@ def create_topic(
         time.sleep(0.5)
 
 
-def delete_topics(admin: AdminClient, topics: list[str], timeout: float = 60) -> list[str]:
-    """Delete those of `topics` that exist and wait until they are gone; the deleted ones."""
+def delete_topics(
+    admin: AdminClient, topics: list[str], timeout: float = 60, wait_gone: bool = True
+) -> list[str]:
+    """Delete those of `topics` that exist; the deleted ones. With `wait_gone`, return only
+    once the brokers no longer list them (a topic of the same name can be made again)."""
     existing = set(admin.list_topics(timeout=15).topics)
     doomed = [t for t in topics if t in existing]
     if not doomed:
         return []
     for topic, fut in admin.delete_topics(doomed, operation_timeout=30).items():
         try:
-            fut.result()
+            fut.result(timeout)
         except KafkaException as exc:
             if exc.args[0].name() != "UNKNOWN_TOPIC_OR_PART":
                 raise KafkalabError(f"cannot delete topic {topic}: {exc}") from None
     deadline = time.monotonic() + timeout
-    while set(doomed) & set(admin.list_topics(timeout=15).topics):
+    while wait_gone and set(doomed) & set(admin.list_topics(timeout=15).topics):
         if time.monotonic() > deadline:
             raise KafkalabError(
                 f"topics {', '.join(doomed)} are still there {timeout:.0f} s after deletion"
