@@ -16,7 +16,6 @@ from kafkalab.errors import KafkalabError
 from kafkalab.failover import faults
 from kafkalab.failover.scenario import Scenario
 from kafkalab.failover.verdict import Event, Result
-from kafkalab.failover.watch import Watcher
 from kafkalab.kafka import clients
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
@@ -48,7 +47,6 @@ class Session:
         self.mode = result.mode
         self.t0 = time.monotonic()
         self.admin = clients.admin(self.bootstrap, {"socket.timeout.ms": 5000})
-        self.watch: Watcher | None = None  # while the schedule plays
         self.faulted: dict[str, str] = {}  # host -> the fault that took it down
         self.last: str | None = None  # the host of the latest fault that took one down
         self.t_down = self.t_back = 0.0  # when the latest fault took a host down / back
