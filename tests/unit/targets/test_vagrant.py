@@ -160,7 +160,7 @@ def test_lab_vagrantfiles_bring_up_what_the_lab_needs(tmp_path: Path) -> None:
     for lab in labs:
         path = lab / "Vagrantfile"
         assert path.exists(), (
-            f"{lab.name} has no Vagrantfile (copy labs/01-first-topic/Vagrantfile)"
+            f"{lab.name} has no Vagrantfile (ln -s ../Vagrantfile.lab Vagrantfile in it)"
         )
         needs = (yaml.safe_load((lab / "lab.yml").read_text()) or {}).get("needs", {})
         for mode in ("kraft", "zookeeper"):
