@@ -54,5 +54,7 @@ def main() -> None:
     except (Interrupted, KeyboardInterrupt):
         # Machines run in sessions of their own: Ctrl-C stops kafkalab, not them, and the
         # cluster was saved before they booted, so `down` knows every one.
-        render.error("interrupted; machines that were started keep running: `kafkalab down`")
+        boots = set(sys.argv[1:3]) & {"up", "start", "reset", "heal", "run"}
+        hint = "; machines that were started keep running: `kafkalab down`" if boots else ""
+        render.error(f"interrupted{hint}")
         sys.exit(130)

@@ -212,3 +212,26 @@ def test_ctrl_c_and_kill_during_up_leave_a_lab_down_can_stop(lab: None) -> None:
     # And the lab boots again, reachable over ssh (a login, not just a banner).
     kafkalab("up", "--no-provision")
     assert kafkalab("exec", "kafka2", "--", "hostname").stdout.strip() == "kafka2"
+
+
+def test_ctrl_c_in_exec_is_the_commands(lab: None, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group) during `exec` stops the command at
+    once; kafkalab says `interrupted`, nothing about machines, and exits 130."""
+    # Files, not pipes: ssh's shared connection (ControlPersist) outlives the command and
+    # would hold a pipe open.
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kafkalab", "exec", "kafka1", "--", "sleep", "60"],
+            stdin=subprocess.DEVNULL,
+            stdout=o,
+            stderr=e,
+            env=ENV,
+            start_new_session=True,
+        )
+    time.sleep(3)  # logged in and sleeping
+    assert proc.poll() is None, (out.read_text(), err.read_text())
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=10) == 130, (out.read_text(), err.read_text())
+    assert "interrupted" in err.read_text()
+    assert "machines that were started" not in err.read_text()
