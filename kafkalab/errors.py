@@ -11,6 +11,15 @@ class KafkalabError(Exception):
     """A problem the user can fix; the message says how."""
 
 
+class Interrupted(BaseException):
+    """Ctrl-C in the kafkalab command (its SIGINT handler raises it): typer would turn a
+    KeyboardInterrupt into a silent exit, and as a BaseException no `except Exception`
+    mistakes it for a failure. Code that cleans up on Ctrl-C catches INTERRUPTS."""
+
+
+INTERRUPTS = (KeyboardInterrupt, Interrupted)
+
+
 def validation_line(
     exc: ValidationError,
     whole: str = "",

@@ -104,9 +104,10 @@ def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable"
 
 
 def _machine_cell(m: dict[str, Any]) -> str:
-    """`running`, or what its boot left: `running, boot degraded (failed: x.service)`."""
+    """`running`, or what a bad boot left: `running, boot degraded (failed: x.service)`.
+    A cluster service that failed (a fault, a crash) shows under services, not here."""
     booted = m["boot"]
-    if booted["state"] in ("running", "stopped") and not booted["failed_units"]:
+    if booted.get("ok", True) or booted["state"] == "stopped":
         return str(m["machine"])
     failed = f" (failed: {', '.join(booted['failed_units'])})" if booted["failed_units"] else ""
     return f"{m['machine']}, boot {booted['state']}{failed}"

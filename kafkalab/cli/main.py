@@ -12,7 +12,7 @@ import typer
 
 from kafkalab import render
 from kafkalab.cli import box, cluster, fault, host, lab, scenario, spark
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import INTERRUPTS, Interrupted, KafkalabError
 
 app = typer.Typer(
     help="A real Apache Kafka cluster to learn, teach and test on.",
@@ -36,12 +36,17 @@ app.command()(host.fetch)
 app.command()(host.doctor)
 
 
-class Interrupted(Exception):
-    """Ctrl-C, raised as our own exception: typer turns KeyboardInterrupt into a silent exit."""
-
-
 def _interrupt(_signum: int, _frame: object) -> None:
     raise Interrupted
+
+
+def _interrupt_hint(verb: list[str]) -> str:
+    """What is left to do after Ctrl-C, for the commands that leave something."""
+    if verb[:1] == ["up"] or verb[:2] in (["lab", "start"], ["lab", "reset"], ["lab", "solve"]):
+        return "; machines that were started keep running: `kafkalab down` stops them"
+    if verb[:1] == ["scenario"] or verb[:2] in (["fault", "isolate"], ["fault", "pause"]):
+        return "; a fault may still be in force: `kafkalab fault heal` repairs the cluster"
+    return ""
 
 
 def main() -> None:
@@ -51,10 +56,8 @@ def main() -> None:
     except KafkalabError as exc:
         render.error(str(exc))
         sys.exit(2)
-    except (Interrupted, KeyboardInterrupt):
+    except INTERRUPTS:
         # Machines run in sessions of their own: Ctrl-C stops kafkalab, not them, and the
         # cluster was saved before they booted, so `down` knows every one.
-        boots = set(sys.argv[1:3]) & {"up", "start", "reset", "heal", "run"}
-        hint = "; machines that were started keep running: `kafkalab down`" if boots else ""
-        render.error(f"interrupted{hint}")
+        render.error(f"interrupted{_interrupt_hint(sys.argv[1:3])}")
         sys.exit(130)

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from confluent_kafka.admin import NewTopic
 
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import INTERRUPTS, KafkalabError
 from kafkalab.failover import delivery, faults, forensics, verdict
 from kafkalab.failover.scenario import (
     MAX_RATE,
@@ -225,13 +225,13 @@ def run(
     try:
         while not done.wait(0.5):
             pass
-    except KeyboardInterrupt:
+    except INTERRUPTS:
         cancel.set()
         progress("interrupted: healing what the schedule broke, then the verdict")
         try:
             while not done.wait(0.5):
                 pass
-        except KeyboardInterrupt:
+        except INTERRUPTS:
             progress("left as it is: `kafkalab fault heal` repairs the lab")
             os._exit(130)
     if failed:

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import urllib.request
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.artifacts import spark as spark_artifact
-from kafkalab.errors import KafkalabError
+from kafkalab.errors import INTERRUPTS, KafkalabError
 from kafkalab.paths import repo_root
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
@@ -228,7 +229,7 @@ def submit(
         except subprocess.TimeoutExpired:
             stop(proc)
             return proc.returncode
-        except KeyboardInterrupt:
+        except INTERRUPTS:
             stop(proc)
             raise
     finally:
@@ -279,12 +280,13 @@ def reset(job: str | Path, cluster: EmbeddedCluster | None = None) -> list[str]:
     path = sc.checkpoint(name)
     done = []
     here = Path(path)
-    if here.exists():
-        # /var/tmp is anyone's: delete nothing a link there leads to.
-        if here.resolve() != checkpoint_root(sc.cluster.ns).resolve() / "checkpoints" / name:
+    if here.exists() or here.is_symlink():
+        # /var/tmp is anyone's: delete nothing unless every folder from there down is ours.
+        root = checkpoint_root(sc.cluster.ns)
+        if (why := _not_ours(here, root.parent)) is not None:
             raise KafkalabError(
-                f"{here} leads through a link to {here.resolve()}: not deleting it; remove"
-                f" {checkpoint_root(sc.cluster.ns)} and try again"
+                f"not deleting {here}: it leads through a link or a folder not only yours "
+                f"({why}); remove {root} and try again"
             )
         shutil.rmtree(here)
         done.append(f"controller:{path}")
@@ -319,10 +321,27 @@ def checkpoint_root(ns: str) -> Path:
     return path
 
 
+def _not_ours(path: Path, base: Path) -> str | None:
+    """Why a folder below `base` (/var/tmp) is not safe to delete: a link, not a directory,
+    not ours, or writable by others, at any level from there down (None: safe)."""
+    at = base
+    for part in path.relative_to(base).parts:
+        at = at / part
+        st = at.lstat()
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return f"{at} is a link or not a folder"
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return f"{at} is not only yours (owner {st.st_uid}, mode {st.st_mode & 0o7777:o})"
+    return None
+
+
 def forget_checkpoints(ns: str) -> None:
     """Delete the controller side's checkpoints of a cluster (with it, on `down --purge`:
-    a new cluster's topics start at offset 0, old checkpoints would skip their records)."""
-    shutil.rmtree(checkpoint_root(ns), ignore_errors=True)
+    a new cluster's topics start at offset 0, old checkpoints would skip their records).
+    A folder that is not only ours (someone else's in /var/tmp) is left alone."""
+    root = checkpoint_root(ns)
+    if (root.exists() or root.is_symlink()) and _not_ours(root, root.parent) is None:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def master_state(sc: SparkCluster, timeout: float = 10) -> dict[str, Any]:

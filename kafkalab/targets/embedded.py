@@ -149,6 +149,7 @@ class EmbeddedCluster:
     ) -> UpResult:
         start = time.monotonic()
         self.check_compatible(topo)
+        netns.check_ours(self.ns, self._saved().get("netns"), self.state)
         archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
         extra_archives = self._extra_archives(topo, progress)
         base = image.ensure_image(progress)
@@ -208,26 +209,30 @@ class EmbeddedCluster:
                 m.prepare(base, prefix, pubkey)
                 m.start(self.ns)
 
+        was_running = {m.name for m in machines if m.running()}
         start(machines)
-        found = boot.states(machines)
-        bad = [m for m in machines if not found[m.name].ok]
-        if bad:
-            for m in bad:
-                progress(f"{m.name} did not boot cleanly: {found[m.name].describe()}")
-            progress(f"rebooting {', '.join(m.name for m in bad)} once")
-            stop_all(bad)
-            start(bad)
-            again = boot.states(bad)
-            still = [m for m in bad if not again[m.name].ok]
-            if still:
-                detail = "\n".join(
-                    f"  {m.name}: {again[m.name].describe()} (console: {m.home / 'console.log'})"
-                    for m in still
-                )
-                raise KafkalabError(
-                    f"{', '.join(m.name for m in still)} did not boot cleanly twice:\n{detail}"
-                )
+
+        def leave(m: EmbeddedMachine, state: boot.BootState) -> bool:
+            return m.name in was_running and self._serves(m, state, progress)
+
+        def reboot(chosen: list[EmbeddedMachine]) -> None:
+            stop_all(chosen)
+            start(chosen)
+
+        boot.ensure_clean(machines, reboot, leave, progress)
         wait_ssh(self.ns, machines, login=self._login_probe)
+
+    def _serves(
+        self, m: EmbeddedMachine, state: boot.BootState, progress: Callable[[str], None]
+    ) -> bool:
+        """A running machine `degraded` by some unit but letting its user log in serves its
+        cluster: it is reported, not rebooted under its broker."""
+        if state.state != "degraded":
+            return False
+        if subprocess.run(self._login_probe(m), capture_output=True, timeout=30).returncode:
+            return False  # a stuck machine (logins refused): rebooted
+        progress(f"{m.name} runs degraded, left running: {state.describe()}")
+        return True
 
     def _login_probe(self, m: EmbeddedMachine) -> list[str]:
         return ssh.login_probe(self.ns, self.key, m.address)
@@ -267,6 +272,9 @@ class EmbeddedCluster:
             progress(f"stopping {', '.join(m.name for m in running)}")
             stop_all(running)
             self._forget_ssh_connections()
+        for m in machines:  # a machine that stopped by itself left its cgroups too
+            if m not in running:
+                m.remove_cgroups()
         if not purge:
             return
         for m in machines:
@@ -294,9 +302,7 @@ class EmbeddedCluster:
         A cluster saved before claims existed (its lab.json says it made its namespace, and
         the namespace has no claim of anyone's) deletes the namespace it saved, as before."""
         for ns in dict.fromkeys(n for n in (self.ns, saved.get("netns")) if n):
-            legacy = (
-                ns == saved.get("netns") and saved.get("owns_netns") and not netns.claimed(ns)
-            )
+            legacy = ns == saved.get("netns") and saved.get("owns_netns") and not netns.claimed(ns)
             existed = netns.exists(ns)
             if netns.delete(ns, None if legacy else self.state):
                 if existed:

@@ -149,8 +149,11 @@ class EmbeddedMachine:
         # Its own name resolves to its cluster address (not 127.0.1.1, where nothing listens).
         line = f"{self.address} {self.name}"
         current = rootfs.read_text(self.root, "etc/hosts") or "127.0.0.1 localhost\n"
-        if line not in current.splitlines():
-            rootfs.write_text(self.root, "etc/hosts", current.rstrip("\n") + f"\n{line}\n")
+        # An address that moved (ksql1 was .21 without spark1) replaces its old line.
+        kept = [ln for ln in current.splitlines() if ln.split()[1:] != [self.name] or ln == line]
+        if line not in kept:
+            kept.append(line)
+        rootfs.write_text(self.root, "etc/hosts", "\n".join(kept) + "\n")
         rootfs.write_text(
             self.root,
             "home/vagrant/.ssh/authorized_keys",
@@ -169,7 +172,7 @@ class EmbeddedMachine:
         """This machine's own cgroup, the same path in the cgroup2 and name=systemd trees."""
         return f"kafkalab/{ns}/{self.name}"
 
-    def remove_cgroups(self) -> None:
+    def remove_cgroups(self, keep_note: bool = False) -> None:
         """Remove the cgroups the launcher made (and its lab's, once empty)."""
         try:
             path = self.cgroup_file.read_text().strip()
@@ -187,7 +190,8 @@ class EmbeddedMachine:
                 f"cannot remove the cgroups of {self.name} ({path}): {proc.stderr.strip()}; "
                 "is something of the machine still running?"
             )
-        self.cgroup_file.unlink()
+        if not keep_note:
+            self.cgroup_file.unlink()
 
     def start(self, ns: str) -> int:
         if (pid := self.pid()) is not None:
@@ -200,9 +204,11 @@ class EmbeddedMachine:
         netns.veth_pair(ns, self.veth, self.link)
         launcher = self.home / "launch.sh"
         machine = f"{ns}-{self.name}"
-        # Empty cgroups left by an unclean stop would carry the last boot's units over.
+        # Empty cgroups left by an unclean stop would carry the last boot's units over:
+        # the ones noted last time, and any at this boot's path (its note may be lost).
         self.remove_cgroups()
         self.cgroup_file.write_text(self.cgroup(ns) + "\n")
+        self.remove_cgroups(keep_note=True)
         launcher.write_text(
             LAUNCHER.format(
                 **{

@@ -98,6 +98,22 @@ def owner(ns: str) -> Path | None:
     return Path(state) if isinstance(state, str) else None
 
 
+def check_ours(ns: str, saved: str | None, state: Path) -> None:
+    """Refuse, before anything is touched, a namespace that is not this cluster's: a saved
+    cluster keeps its own (`saved`), and another cluster's claim is never taken."""
+    if saved and saved != ns:
+        raise KafkalabError(
+            f"this cluster runs in network namespace {saved}, KAFKALAB_NETNS names {ns}: "
+            "unset KAFKALAB_NETNS, or `kafkalab down --purge` first"
+        )
+    other = owner(ns) if exists(ns) else None
+    if other is not None and other != state.resolve():
+        raise KafkalabError(
+            f"network namespace {ns} belongs to the cluster at {other}: choose another "
+            "KAFKALAB_NETNS for this one"
+        )
+
+
 def claim(ns: str, state: Path) -> None:
     """Record that the lab at `state` made `ns` (it exists): only that lab deletes it."""
     inode = _inode(check_name(ns, "namespace"))

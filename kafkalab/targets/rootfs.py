@@ -22,6 +22,9 @@ from pathlib import Path, PurePosixPath
 from kafkalab.errors import KafkalabError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO the machine put there must not hang the host on open.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+MAX_READ = 1 << 20  # the files kafkalab reads back (/etc/hosts) are small
 
 
 def _parts(rel: str) -> list[str]:
@@ -38,12 +41,14 @@ def _directory(root: Path, parts: list[str], create: bool) -> Iterator[int]:
     try:
         for i, part in enumerate(parts):
             try:
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o755, dir_fd=fd)
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):  # the machine was quicker
+                        os.mkdir(part, 0o755, dir_fd=fd)
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     where = "/" + "/".join(parts[: i + 1])
@@ -65,15 +70,20 @@ def read_text(root: Path, rel: str) -> str | None:
     *dirs, name = _parts(rel)
     try:
         with _directory(root, dirs, create=False) as dfd:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
     except (FileNotFoundError, KafkalabError):
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return None
         raise
-    with os.fdopen(fd, "r") as f:
-        return f.read()
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None  # a FIFO, a device: nothing kafkalab reads
+        data = f.read(MAX_READ + 1)
+    if len(data) > MAX_READ:
+        return None
+    return data.decode(errors="replace")
 
 
 def write_text(
@@ -115,7 +125,7 @@ def write_text(
 def _same(dfd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> bool:
     """Is `name` already a regular file with exactly this content, mode and owner?"""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
     except OSError:
         return False  # absent, or a link (ELOOP): to be replaced
     with os.fdopen(fd, "rb") as f:
@@ -124,4 +134,4 @@ def _same(dfd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | 
             return False
         if owner is not None and (st.st_uid, st.st_gid) != owner:
             return False
-        return f.read(len(data) + 1) == data
+        return f.read(len(data) + 1) == data  # a regular file: a read does not block

@@ -47,7 +47,9 @@ def in_machine(name: str, *command: str) -> subprocess.CompletedProcess[str]:
     assert pid is not None, f"{name} is not running"
     init = boot.init_pid(pid)
     assert init is not None
-    return subprocess.run(boot.in_machine(init, list(command)), capture_output=True, text=True)
+    # As the machine's root (kafkalab's own checks run as nobody): the tests play the user.
+    enter = ["nsenter", "-t", str(init), "-m", "-u", "-i", "-n", "-p", "--"]
+    return subprocess.run([*enter, *command], capture_output=True, text=True)
 
 
 def cgroup_exists(path: str) -> bool:
@@ -126,16 +128,19 @@ def test_each_machine_has_its_own_cgroup(lab: None) -> None:
 def test_status_and_doctor_show_boot_state(lab: None) -> None:
     data = json.loads(kafkalab("status", "--json").stdout)
     assert {m["host"]: m["boot"] for m in data["machines"]} == {
-        "kafka1": {"state": "running", "failed_units": []},
-        "kafka2": {"state": "running", "failed_units": []},
+        "kafka1": {"state": "running", "failed_units": [], "ok": True},
+        "kafka2": {"state": "running", "failed_units": [], "ok": True},
     }
     out = kafkalab("doctor", check=False).stdout
     assert "machine kafka1" in out and "machine kafka2" in out
 
 
-def test_a_degraded_machine_is_reported_and_rebooted_by_up(lab: None) -> None:
-    """A failed unit (here one made to fail) leaves the machine `degraded`; status says
-    so, and the next `up` shows the unit and its journal and reboots that machine only."""
+def test_a_degraded_machine_is_reported_and_a_stuck_one_rebooted_by_up(lab: None) -> None:
+    """A failed unit (here one made to fail) leaves kafka2 `degraded`: status says so with
+    the unit. While its user can log in, the next `up` reports it and leaves it running
+    (its broker serves). Once logins are refused (/run/nologin, what a failed
+    systemd-user-sessions leaves), `up` shows the unit and its journal and reboots kafka2,
+    and only kafka2."""
     failing = in_machine(
         "kafka2",
         "systemd-run",
@@ -149,8 +154,20 @@ def test_a_degraded_machine_is_reported_and_rebooted_by_up(lab: None) -> None:
     assert in_machine("kafka2", "systemctl", "is-system-running").stdout.strip() == "degraded"
     data = json.loads(kafkalab("status", "--json").stdout)
     kafka2 = next(m for m in data["machines"] if m["host"] == "kafka2")
-    assert kafka2["boot"] == {"state": "degraded", "failed_units": ["kltest-broken.service"]}
+    assert kafka2["boot"] == {
+        "state": "degraded",
+        "failed_units": ["kltest-broken.service"],
+        "ok": False,
+    }
+    assert "running, boot degraded (failed: kltest-broken.service)" in kafkalab("status").stdout
     before = {n: machine(n).pid() for n in ("kafka1", "kafka2")}
+    up = kafkalab("up", "--no-provision")
+    left = "kafka2 runs degraded, left running: degraded, failed: kltest-broken.service"
+    assert left in up.stdout
+    assert "rebooting" not in up.stdout
+    assert machine("kafka2").pid() == before["kafka2"]
+    # Stuck: logins refused as on the bad boots of issue 10.
+    assert in_machine("kafka2", "touch", "/run/nologin").returncode == 0
     up = kafkalab("up", "--no-provision")
     assert "kafka2 did not boot cleanly: degraded, failed: kltest-broken.service" in up.stdout
     assert "broken-on-purpose" in up.stdout  # its journal lines

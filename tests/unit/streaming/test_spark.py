@@ -179,3 +179,49 @@ def test_a_namespace_name_cannot_move_the_checkpoint_root(ns, monkeypatch):
 def test_the_checkpoint_root_of_a_namespace():
     assert spark.checkpoint_root("kltest-kraft") == Path("/var/tmp/kafkalab-kltest-kraft")
     assert spark.checkpoint_root("..") == Path("/var/tmp/kafkalab-..")  # a name, not a step up
+
+
+def test_reset_refuses_a_checkpoint_root_that_is_a_link(tmp_path, monkeypatch):
+    """A link planted at /var/tmp/kafkalab-<ns> itself (anyone may write /var/tmp)."""
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "checkpoints" / "ride-counts").mkdir(parents=True)
+    root = tmp_path / "kafkalab-ns"
+    root.symlink_to(elsewhere)
+    monkeypatch.setattr(spark, "checkpoint_root", lambda ns: root)
+    monkeypatch.setattr(spark.subprocess, "run", lambda *a, **kw: pytest.fail("ran a command"))
+    with pytest.raises(KafkalabError, match="leads through a link"):
+        spark.reset("ride_counts", sc.cluster)
+    assert (elsewhere / "checkpoints" / "ride-counts").is_dir()
+
+
+def test_ctrl_c_during_submit_stops_the_job(tmp_path, monkeypatch):
+    """kafkalab's SIGINT handler raises errors.Interrupted (not KeyboardInterrupt): the job,
+    in a session of its own, is stopped all the same, and the interrupt goes on up."""
+    import os
+    import signal
+    import threading
+
+    from kafkalab.errors import Interrupted
+
+    sc = spark.locate(lab_with(tmp_path, ["spark"]))
+    pid_file = tmp_path / "job.pid"
+    job = ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"]
+    monkeypatch.setattr(spark, "locate", lambda cluster=None: sc)
+    monkeypatch.setattr(spark, "resolve_job", lambda job: tmp_path / "ride_counts.py")
+    monkeypatch.setattr(spark, "submit_command", lambda *a, **kw: (job, dict(os.environ)))
+
+    def interrupt(_signum, _frame):
+        raise Interrupted
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(Interrupted):
+            spark.submit("ride_counts", cluster=sc.cluster)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    stat = Path(f"/proc/{int(pid_file.read_text())}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z"  # gone (or a zombie)

@@ -170,3 +170,13 @@ def test_a_lab_from_before_claims_deletes_the_namespace_it_saved(namespaces, tmp
     ns2 = namespaces("legacy2")
     saved_lab(tmp_path / "lab2", ns2, owns=False).down(True, quiet)
     assert netns.exists(ns2)
+
+
+def test_a_cluster_keeps_its_namespace_and_never_takes_anothers(namespaces, tmp_path):
+    ns = namespaces("mine")
+    netns.claim(ns, tmp_path / "other-cluster")
+    with pytest.raises(KafkalabError, match=f"network namespace {ns} belongs to the cluster at"):
+        netns.check_ours(ns, None, tmp_path / "this-cluster")
+    netns.check_ours(ns, None, tmp_path / "other-cluster")  # its own: fine
+    with pytest.raises(KafkalabError, match="this cluster runs in network namespace kafkalab"):
+        netns.check_ours(ns, "kafkalab", tmp_path / "other-cluster")

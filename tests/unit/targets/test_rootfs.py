@@ -78,3 +78,15 @@ def test_only_plain_relative_paths(machine: tuple[Path, Path], bad: str) -> None
     root, _ = machine
     with pytest.raises(ValueError):
         rootfs.write_text(root, bad, "x")
+
+
+def test_a_fifo_neither_hangs_nor_is_read(machine: tuple[Path, Path]) -> None:
+    """`mkfifo ~/.ssh/authorized_keys` in the machine must not hang the host's `up`."""
+    root, _ = machine
+    keys = root / "home/vagrant/.ssh/authorized_keys"
+    os.mkfifo(keys)
+    (root / "etc").mkdir()
+    os.mkfifo(root / "etc/hosts")
+    assert rootfs.read_text(root, "etc/hosts") is None
+    assert rootfs.write_text(root, "home/vagrant/.ssh/authorized_keys", "ssh-ed25519 A\n")
+    assert keys.is_file() and keys.read_text() == "ssh-ed25519 A\n"
