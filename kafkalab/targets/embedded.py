@@ -229,7 +229,11 @@ class EmbeddedCluster:
         cluster: it is reported, not rebooted under its broker."""
         if state.state != "degraded":
             return False
-        if subprocess.run(self._login_probe(m), capture_output=True, timeout=30).returncode:
+        try:
+            login = subprocess.run(self._login_probe(m), capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            return False  # no answer: as stuck as a refusal
+        if login.returncode:
             return False  # a stuck machine (logins refused): rebooted
         progress(f"{m.name} runs degraded, left running: {state.describe()}")
         return True
