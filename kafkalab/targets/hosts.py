@@ -32,7 +32,7 @@ from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
-from kafkalab.targets import provision, statedir
+from kafkalab.targets import provision, ssh, statedir
 
 SSH_TIMEOUT = 10  # seconds ssh may take to connect to one host (Ansible's `timeout`)
 SSH_RETRIES = 1  # one more try: a host's sshd may drop a first connection (ansible.cfg)
@@ -66,6 +66,7 @@ def up(path: Path, progress: Callable[[str], None]) -> Provisioned:
             None,
             extra=["--extra-vars", json.dumps(extra)],
             on_task=lambda name: progress(f"  {name}"),
+            env=connection_env(path),
         )
     return Provisioned(listing, recap, time.monotonic() - start)
 
@@ -76,6 +77,16 @@ def work_dir(path: Path) -> Path:
     resolved = path.resolve()
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
     return cache_root() / "hosts" / f"{resolved.stem}-{digest}"
+
+
+def connection_env(path: Path) -> dict[str, str]:
+    """Ansible's ssh connection sharing for these hosts as seen from this network namespace:
+    the same addresses from another namespace are other machines, so its sockets are never
+    shared with another inventory or namespace (an inventory's ansible_control_path_dir
+    still wins)."""
+    here = os.stat("/proc/self/ns/net").st_ino
+    sockets = ssh.control_dir(Path(f"{path.resolve()}@netns-{here}"))
+    return {"ANSIBLE_SSH_CONTROL_PATH_DIR": str(sockets / "ansible")}
 
 
 def preflight(path: Path, progress: Callable[[str], None]) -> inventory.Listing:
@@ -129,6 +140,7 @@ def unreachable(path: Path, hosts: list[str]) -> list[str]:
     with tempfile.TemporaryDirectory(prefix="kafkalab-ping-") as tree:
         env = {
             **provision.ansible_env(),
+            **connection_env(path),
             "ANSIBLE_TIMEOUT": str(SSH_TIMEOUT),
             "ANSIBLE_SSH_RETRIES": str(SSH_RETRIES),
             # one JSON file a host, whatever the screen output looks like

@@ -136,7 +136,7 @@ def test_up_hands_site_yml_the_archives_as_extra_vars(
     ran: dict[str, Any] = {}
 
     def playbook(inv: Path, log: Path, ns: str | None, **kwargs: Any) -> provision.Recap:
-        ran.update(inventory=inv, log=log, ns=ns, extra=kwargs["extra"])
+        ran.update(inventory=inv, log=log, ns=ns, extra=kwargs["extra"], env=kwargs["env"])
         kwargs["on_task"]("kafka : Install")
         return provision.Recap({"kafka1": {"ok": 3, "changed": 2, "unreachable": 0, "failed": 0}})
 
@@ -152,6 +152,10 @@ def test_up_hands_site_yml_the_archives_as_extra_vars(
         "spark_archive": "/c/s-4.0.0",
         "ksqldb_archive": "/c/q-7.9.0",
     }
+    # ssh connections shared only by this inventory's runs from this network namespace
+    assert ran["env"] == hosts.connection_env(path)
+    sockets = ran["env"]["ANSIBLE_SSH_CONTROL_PATH_DIR"]
+    assert sockets != hosts.connection_env(tmp_path / "other.yml")["ANSIBLE_SSH_CONTROL_PATH_DIR"]
     assert "  kafka : Install" in said
     assert any(line.startswith("provisioning with ansible/site.yml") for line in said)
 
