@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ipaddress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
-from kafkalab.topology import Machine, Topology
+from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS, Machine, Topology
 
 GROUPS = ("kafka_broker", "kafka_controller", "zookeeper", "spark_master", "spark_worker", "ksqldb")
 
@@ -79,3 +82,218 @@ def hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def load(path: Path) -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load(path.read_text())
     return data
+
+
+# -- the contract, checked on any inventory (kafkalab up -i) ------------------------------
+
+
+@dataclass
+class Listing:
+    """An inventory as Ansible reads it (`ansible-inventory --list`): each group's hosts,
+    and each host's variables with the group and all.vars merged in."""
+
+    groups: dict[str, list[str]]
+    hostvars: dict[str, dict[str, Any]]
+
+    @classmethod
+    def from_ansible(cls, listed: dict[str, Any]) -> Listing:
+        meta = listed.get("_meta", {}).get("hostvars", {})
+        groups = {
+            name: list(entry.get("hosts", []))
+            for name, entry in listed.items()
+            if name != "_meta" and isinstance(entry, dict)
+        }
+        return cls(groups, {name: dict(hv) for name, hv in meta.items()})
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> Listing:
+        """What Ansible makes of an inventory in the contract's shape (build's, example.yml's):
+        all.vars under each host's own variables; groups nested one level, as there."""
+        top = data.get("all", {})
+        all_vars = top.get("vars") or {}
+        groups: dict[str, list[str]] = {}
+        hostvars: dict[str, dict[str, Any]] = {}
+        for name, hv in (top.get("hosts") or {}).items():
+            hostvars.setdefault(name, dict(all_vars)).update(hv or {})
+        for group, child in (top.get("children") or {}).items():
+            child = child or {}
+            for name, hv in (child.get("hosts") or {}).items():
+                groups.setdefault(group, []).append(name)
+                merged = hostvars.setdefault(name, dict(all_vars))
+                merged.update({**(child.get("vars") or {}), **(hv or {})})
+        return cls(groups, hostvars)
+
+    def groups_of(self, host: str) -> list[str]:
+        """The contract's groups `host` is in, in the contract's order."""
+        return [g for g in GROUPS if host in self.groups.get(g, [])]
+
+    def hosts_of(self, *groups: str) -> list[str]:
+        """The hosts of these groups, each once, in inventory order."""
+        return list(dict.fromkeys(h for g in groups for h in self.groups.get(g, [])))
+
+
+# What a missing setting is for, in the line that says it is missing.
+NEEDS = {
+    "kafkalab_address": "the IP address other hosts and clients use",
+    "kafka_node_id": "a positive whole number, unique among brokers and controllers",
+    "zookeeper_myid": "a whole number from 1 to 255, unique in the ensemble",
+    "kafka_mode": "kraft or zookeeper, in all.vars",
+    "kafka_version": f"one of {', '.join(SUPPORTED_KAFKA_VERSIONS)}, in all.vars",
+}
+ALL_VARS = ("kafka_mode", "kafka_version")
+SCALA = "2.13"  # kafkalab's Kafka archives (kafkalab.artifacts.kafka) are built for it
+
+
+def check_contract(listing: Listing) -> list[str]:
+    """Every way `listing` breaks docs/DESIGN.md's inventory contract, one line each that
+    names the host (or group, or `all`) and what is missing or wrong; [] when it keeps it."""
+    problems: list[str] = []
+    settings = _cluster_settings(listing, problems)
+    mode = settings.get("kafka_mode")
+    problems += _group_problems(listing, mode)
+    problems += _host_problems(listing, mode)
+    # `all` and group lines first, then each host's lines in inventory order
+    order = {host: i for i, host in enumerate(listing.hostvars)}
+    return sorted(problems, key=lambda line: order.get(line.split(":", 1)[0], -1))
+
+
+def _cluster_settings(listing: Listing, problems: list[str]) -> dict[str, Any]:
+    """kafka_mode and kafka_version: on every host, one value, a valid one (the topology's
+    own validation). Returns the valid ones."""
+    hosts = list(listing.hostvars)
+    found: dict[str, Any] = {}
+    for var in ALL_VARS:
+        values = {h: listing.hostvars[h][var] for h in hosts if var in listing.hostvars[h]}
+        missing = [h for h in hosts if h not in values]
+        if hosts and not values:
+            problems.append(f"all: {var} is missing ({NEEDS[var]})")
+            continue
+        problems += [f"{h}: {var} is missing ({NEEDS[var]})" for h in missing]
+        distinct = list(dict.fromkeys(str(v) for v in values.values()))
+        if len(distinct) > 1:
+            said = ", ".join(f"{h} {v}" for h, v in values.items())
+            problems.append(f"all: {var} differs between hosts ({said}); set it once in all.vars")
+            continue
+        if values:
+            found[var] = next(iter(values.values()))
+    field = {"kafka_mode": "mode", "kafka_version": "kafka_version"}
+    try:
+        Topology.model_validate({field[var]: value for var, value in found.items()})
+    except ValidationError as exc:
+        for e in exc.errors():
+            var = next(v for v, f in field.items() if f == e["loc"][0])
+            problems.append(f"all: {var}: {_reason(e)}")
+            found.pop(var)
+    scala = {
+        str(hv["kafka_scala_version"])
+        for hv in listing.hostvars.values()
+        if "kafka_scala_version" in hv
+    }
+    if scala - {SCALA}:
+        problems.append(
+            f"all: kafka_scala_version {', '.join(sorted(scala - {SCALA}))}: kafkalab's Kafka "
+            f'archives are built for Scala {SCALA}; set "{SCALA}" or leave it out'
+        )
+    return found
+
+
+def _reason(error: Any) -> str:
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "literal_error" or error["type"].endswith("_type"):
+        msg += f" (got {error['input']!r})"
+    return msg
+
+
+def _group_problems(listing: Listing, mode: str | None) -> list[str]:
+    problems = []
+    brokers = listing.hosts_of("kafka_broker")
+    if not brokers:
+        problems.append("kafka_broker: no hosts; the cluster needs at least one broker")
+    if mode == "zookeeper":
+        if not listing.hosts_of("zookeeper"):
+            problems.append(
+                "zookeeper: no hosts; kafka_mode zookeeper needs an ensemble (1 or 3 hosts, "
+                "each with a zookeeper_myid)"
+            )
+        problems += [
+            f"{h}: a dedicated controller (kafka_controller) in ZooKeeper mode; remove it, "
+            "or use kafka_mode: kraft"
+            for h in listing.hosts_of("kafka_controller")
+            if h not in brokers
+        ]
+    if mode == "kraft":
+        problems += [
+            f"{h}: in the zookeeper group, but kafka_mode is kraft; remove it from the group, "
+            "or use kafka_mode: zookeeper"
+            for h in listing.hosts_of("zookeeper")
+        ]
+    masters, workers = listing.hosts_of("spark_master"), listing.hosts_of("spark_worker")
+    if (masters or workers) and len(masters) != 1:
+        now = ", ".join(masters) or "none"
+        problems.append(f"spark_master: Spark needs exactly one master host (now: {now})")
+    if masters and not workers:
+        problems.append("spark_worker: no hosts; Spark needs at least one worker")
+    return problems
+
+
+def _host_problems(listing: Listing, mode: str | None) -> list[str]:
+    problems: list[str] = []
+    ours = set(listing.hosts_of(*GROUPS))
+    for host, hv in listing.hostvars.items():
+        if host not in ours:
+            problems.append(
+                f"{host}: in none of the groups {', '.join(GROUPS)}; kafkalab provisions "
+                "every host of the inventory: put it in one, or leave it out"
+            )
+        problems += _address_problem(host, hv)
+    nodes = listing.hosts_of("kafka_broker", "kafka_controller")
+    problems += _id_problems(listing, nodes, "kafka_node_id", range(1, 2**31))
+    if mode == "zookeeper":
+        problems += _id_problems(
+            listing, listing.hosts_of("zookeeper"), "zookeeper_myid", range(1, 256)
+        )
+    problems += _duplicates(listing, list(listing.hostvars), "kafkalab_address")
+    return problems
+
+
+def _address_problem(host: str, hv: dict[str, Any]) -> list[str]:
+    address = hv.get("kafkalab_address")
+    if address is None:
+        return [f"{host}: kafkalab_address is missing ({NEEDS['kafkalab_address']})"]
+    try:
+        ipaddress.ip_address(str(address))
+    except ValueError:
+        return [
+            f"{host}: kafkalab_address {address!r} is not an IP address (it goes into every "
+            "host's /etc/hosts)"
+        ]
+    return []
+
+
+def _id_problems(listing: Listing, hosts: list[str], var: str, allowed: range) -> list[str]:
+    problems = []
+    valid: list[str] = []
+    for host in hosts:
+        value = listing.hostvars[host].get(var)
+        if value is None:
+            problems.append(f"{host}: {var} is missing ({NEEDS[var]})")
+        elif isinstance(value, bool) or not isinstance(value, int) or value not in allowed:
+            problems.append(f"{host}: {var} must be {NEEDS[var].split(',')[0]} (got {value!r})")
+        else:
+            valid.append(host)
+    return problems + _duplicates(listing, valid, var)
+
+
+def _duplicates(listing: Listing, hosts: list[str], var: str) -> list[str]:
+    """`kafka2: kafka_node_id 1 is kafka1's too`, for each host after the first."""
+    first: dict[str, str] = {}
+    problems = []
+    for host in hosts:
+        value = listing.hostvars[host].get(var)
+        if value is None:
+            continue
+        if str(value) in first:
+            problems.append(f"{host}: {var} {value} is {first[str(value)]}'s too")
+        else:
+            first[str(value)] = host
+    return problems

@@ -16,15 +16,23 @@ from kafkalab.artifacts import archive
 from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming import spark as spark_mod
+from kafkalab.targets import hosts
 from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.targets.statedir import one_command
 
 TopologyFile = Annotated[
     Path | None, typer.Option("--topology", "-t", help="topology file (default: cluster.yml)")
 ]
+HostsInventory = Annotated[
+    Path | None,
+    typer.Option(
+        "--inventory",
+        "-i",
+        help="your own hosts (a copy of inventory/example.yml): provision them, boot nothing",
+    ),
+]
 
 
-@one_command
 def up(
     mode: Annotated[str | None, typer.Option(help="kraft or zookeeper")] = None,
     brokers: Annotated[int | None, typer.Option(help="number of brokers")] = None,
@@ -36,8 +44,60 @@ def up(
     provision: Annotated[
         bool, typer.Option(help="run ansible/site.yml (--no-provision: boot machines only)")
     ] = True,
+    inventory_file: HostsInventory = None,
 ) -> None:
-    """Boot the cluster's machines and provision them (again: changes nothing)."""
+    """Boot the cluster's machines and provision them (again: changes nothing); with -i,
+    provision your own hosts."""
+    if inventory_file is not None:
+        given = {
+            "--mode": mode,
+            "--brokers": brokers,
+            "--controllers": controllers,
+            "--with": with_,
+            "--topology": topology_file,
+            "--no-provision": None if provision else True,
+        }
+        for flag, value in given.items():
+            if value is not None:
+                raise KafkalabError(
+                    f"{flag} does not go with -i: the inventory says what your hosts run "
+                    "(its groups and kafka_mode)"
+                )
+        _up_hosts(inventory_file)
+        return
+    _up_embedded(mode, brokers, controllers, with_, topology_file, provision)
+
+
+def _up_hosts(path: Path) -> None:
+    done = hosts.up(path, render.step)
+    listing = done.listing
+    brokers = listing.hosts_of("kafka_broker")
+    mode = listing.hostvars[brokers[0]]["kafka_mode"]
+    render.ok(
+        f"cluster up on your hosts ({mode}, {len(brokers)} brokers) in {done.seconds:.0f}s, "
+        f"changed={done.changed}"
+    )
+    rows = [
+        (
+            host,
+            hv.get("kafkalab_address"),
+            "+".join(r.removeprefix("kafka_") for r in listing.groups_of(host)),
+            hv.get("kafka_node_id", ""),
+        )
+        for host, hv in listing.hostvars.items()
+    ]
+    render.table(f"hosts of {path}", ["host", "address", "roles", "node id"], rows)
+
+
+@one_command
+def _up_embedded(
+    mode: str | None,
+    brokers: int | None,
+    controllers: int | None,
+    with_: str | None,
+    topology_file: Path | None,
+    provision: bool,
+) -> None:
     cluster = EmbeddedCluster()
     saved = cluster.topology()
     overrides = {
@@ -61,11 +121,21 @@ def up(
     status()
 
 
-@one_command
 def down(
     purge: Annotated[bool, typer.Option(help="also delete machines, data and the network")] = False,
+    inventory_file: Annotated[
+        Path | None,
+        typer.Option("--inventory", "-i", help="refused: kafkalab stops only what it made"),
+    ] = None,
 ) -> None:
     """Stop the machines (data kept), or remove everything with --purge."""
+    if inventory_file is not None:
+        raise hosts.refuse_down(inventory_file, EmbeddedCluster().inventory_path)
+    _down_embedded(purge)
+
+
+@one_command
+def _down_embedded(purge: bool) -> None:
     cluster = EmbeddedCluster()
     cluster.down(purge, render.step)
     if purge:

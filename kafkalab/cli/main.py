@@ -42,6 +42,10 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 def _interrupt_hint(verb: list[str]) -> str:
     """What is left to do after Ctrl-C, for the commands that leave something."""
+    if verb[:1] == ["up"] and any(
+        w in ("-i", "--inventory") or w.startswith("--inventory=") for w in verb
+    ):
+        return "; your hosts keep what was done so far: `kafkalab up -i` again finishes it"
     if verb[:1] == ["up"] or verb[:2] in (["lab", "start"], ["lab", "reset"], ["lab", "solve"]):
         return "; machines that were started keep running: `kafkalab down` stops them"
     if verb[:1] == ["scenario"] or verb[:2] in (["fault", "isolate"], ["fault", "pause"]):
@@ -59,5 +63,5 @@ def main() -> None:
     except INTERRUPTS:
         # Machines run in sessions of their own: Ctrl-C stops kafkalab, not them, and the
         # cluster was saved before they booted, so `down` knows every one.
-        render.error(f"interrupted{_interrupt_hint(sys.argv[1:3])}")
+        render.error(f"interrupted{_interrupt_hint(sys.argv[1:])}")
         sys.exit(130)

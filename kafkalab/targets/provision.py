@@ -72,8 +72,10 @@ def run_playbook(
     playbook: str = "site.yml",
     extra: list[str] | None = None,
     on_task: Callable[[str], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Recap:
-    """Run a playbook, writing its whole output to `log`; report each task by name."""
+    """Run a playbook, writing its whole output to `log`; report each task by name. `env`
+    adds to Ansible's environment (ansible_env)."""
     cmd = [
         str(Path(sys.executable).parent / "ansible-playbook"),
         "-i",
@@ -87,7 +89,11 @@ def run_playbook(
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env()
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**ansible_env(), **(env or {})},
         )
         assert proc.stdout is not None
         for line in proc.stdout:

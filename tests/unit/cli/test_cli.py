@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from kafkalab.cli.main import _interrupt_hint
 from kafkalab.targets import netns
 
 
@@ -216,3 +217,10 @@ def test_adding_brokers_where_it_is_safe_goes_on(tmp_path, monkeypatch):
     proc = guarded(tmp_path, "up", "--brokers", "5")
     assert proc.returncode == 3, proc.stderr
     assert "kafka5" in json.loads(proc.stdout)
+
+
+def test_ctrl_c_during_up_of_your_own_hosts_says_a_second_run_finishes_it():
+    assert "`kafkalab down` stops them" in _interrupt_hint(["up", "--mode", "kraft"])
+    for args in (["up", "-i", "mine.yml"], ["up", "--inventory=mine.yml"]):
+        hint = _interrupt_hint(args)
+        assert "`kafkalab up -i` again finishes it" in hint and "down" not in hint
