@@ -15,6 +15,7 @@ from kafkalab.targets.statedir import one_command
 app = typer.Typer(help="Inject faults: kill, pause, isolate, heal.", no_args_is_help=True)
 
 Host = Annotated[str, typer.Argument(help="a Kafka machine, e.g. kafka2")]
+Machine = Annotated[str, typer.Argument(help="any machine of the lab, e.g. kafka3 or spark1")]
 
 
 @app.command()
@@ -74,10 +75,16 @@ def resume(host: Host) -> None:
 
 @app.command()
 @one_command
-def isolate(host: Host) -> None:
-    """Cut the machine off the cluster network, both directions (`fault heal` undoes it)."""
+def isolate(host: Machine) -> None:
+    """Cut the machine off the lab network both ways (nftables rules on it; ssh stays open).
+
+    Every packet in and out of the interface with the host's kafkalab_address is dropped,
+    but ssh (tcp 22); `fault heal` deletes the rules, and so does a reboot of the machine."""
     faults.isolate(EmbeddedCluster(), host)
-    render.ok(f"{host}: isolated from the lab network; `kafkalab fault heal` reconnects it")
+    render.ok(
+        f"{host}: isolated from the lab network (ssh still reaches it); "
+        "`kafkalab fault heal` reconnects it"
+    )
 
 
 @app.command()
@@ -85,6 +92,6 @@ def isolate(host: Host) -> None:
 def heal(
     hosts: Annotated[list[str] | None, typer.Argument(help="machines; default: all")] = None,
 ) -> None:
-    """Undo every fault: reconnect, resume, start what was killed or stopped."""
+    """Undo every fault: delete isolate's rules, resume, start what was killed or stopped."""
     for h in faults.heal(EmbeddedCluster(), hosts or None):
         render.ok(f"{h.host}: {', '.join(h.actions)}" if h.actions else f"{h.host}: no fault")

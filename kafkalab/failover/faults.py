@@ -3,9 +3,9 @@
 Broker faults act on the machine's `kafka` systemd unit through a login on it. A
 killed or stopped broker stays down until `start` or `heal`: before the signal a
 runtime drop-in (`Restart=no`, under /run, gone at reboot) tells systemd not to
-restart it. `isolate` downs the machine's link on the cluster's bridge (its veth end in the
-cluster's own network namespace), which cuts both directions; nothing outside that
-namespace is touched.
+restart it. `isolate` loads nftables rules on the machine itself that drop its lab-network
+traffic both ways and leave ssh open (kafkalab.failover.isolation), so it works the same on
+an embedded machine, a VM or one of your own hosts, and a fault or `heal` still reaches it.
 `heal` undoes every fault on every machine and is safe to run at any time.
 """
 
@@ -15,10 +15,11 @@ import math
 import re
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 from kafkalab import inventory
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import netns
+from kafkalab.failover import isolation
 from kafkalab.targets.embedded import EmbeddedCluster
 
 DROPIN_DIR = "/run/systemd/system/kafka.service.d"
@@ -71,11 +72,15 @@ class Healed:
     actions: list[str]
 
 
-def kafka_hosts(cluster: EmbeddedCluster) -> list[str]:
-    """The cluster's hosts that run a Kafka broker or controller, in inventory order."""
+def _hosts(cluster: EmbeddedCluster) -> dict[str, dict[str, Any]]:
     if not cluster.inventory_path.exists():
         raise KafkalabError("no lab here yet: run `kafkalab up`")
-    hosts = inventory.hosts(inventory.load(cluster.inventory_path))
+    return inventory.hosts(inventory.load(cluster.inventory_path))
+
+
+def kafka_hosts(cluster: EmbeddedCluster) -> list[str]:
+    """The cluster's hosts that run a Kafka broker or controller, in inventory order."""
+    hosts = _hosts(cluster)
     return [h for h, hv in hosts.items() if any(g in KAFKA_GROUPS for g in hv["groups"])]
 
 
@@ -87,20 +92,17 @@ def _check_kafka_host(cluster: EmbeddedCluster, host: str) -> None:
         raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
 
 
-def _remote(cluster: EmbeddedCluster, host: str, action: str, timeout: float = 60) -> str:
-    if isolated(cluster, host):
-        # ssh would wait on its shared connection for as long as TCP retries: say it now.
-        raise KafkalabError(
-            f"{action} on {host}: cannot reach it, it is isolated (`kafkalab fault heal` first)"
-        )
+def _remote(
+    cluster: EmbeddedCluster, host: str, action: str, timeout: float = 60, script: str = ""
+) -> str:
+    """Run `script` (default: SCRIPTS[action]) on the machine; its output, or an error that
+    names the action, the host and the script's last line on stderr."""
     try:
-        proc = cluster.sh(host, SCRIPTS[action], timeout)
+        proc = cluster.sh(host, script or SCRIPTS[action], timeout)
     except subprocess.TimeoutExpired as exc:
         raise KafkalabError(f"{action} on {host}: no answer within {timeout:.0f}s") from exc
     if proc.returncode == 255:
-        raise KafkalabError(
-            f"{action} on {host}: cannot reach it over ssh (isolated? `kafkalab fault heal`)"
-        )
+        raise KafkalabError(f"{action} on {host}: cannot reach it over ssh")
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise KafkalabError(f"{action} on {host}: {detail[0]}")
@@ -138,43 +140,43 @@ def resume(cluster: EmbeddedCluster, host: str) -> None:
 
 
 def isolate(cluster: EmbeddedCluster, host: str) -> None:
-    """Cut the machine off the cluster network, both directions (its side of the link goes
-    down)."""
-    machine = cluster.machine(host)
-    if not machine.running():
+    """Cut the machine off the lab network, both directions, with nftables rules on the
+    machine (kafkalab.failover.isolation); ssh to it stays open."""
+    if not cluster.machine(host).running():  # raises with the known names
         raise KafkalabError(f"machine {host} is not running: `kafkalab up` starts it")
-    netns.link_set(cluster.ns, machine.veth, "down")
+    address = isolation.lab_address(_hosts(cluster).get(host, {}).get("kafkalab_address"), host)
+    shown = _remote(cluster, host, "isolate", script=isolation.ADDRESSES)
+    interface = isolation.interface_of(shown, address)
+    if interface is None:
+        raise KafkalabError(
+            f"isolate on {host}: no interface carries its kafkalab_address {address} "
+            "(`ip -o addr` on the machine): is the inventory's address the machine's?"
+        )
+    _remote(cluster, host, "isolate", script=isolation.isolate_script(interface))
 
 
 def isolated(cluster: EmbeddedCluster, host: str) -> bool:
-    """Whether the machine's link on the cluster network is administratively down."""
-    dev = cluster.machine(host).veth
-    proc = subprocess.run(
-        ["ip", "-n", cluster.ns, "-o", "link", "show", "dev", dev], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        return False  # no link: the machine is not running
-    flags = re.search(r"<([^>]*)>", proc.stdout)
-    return flags is not None and "UP" not in flags.group(1).split(",")
+    """Whether the machine holds kafkalab's isolation table (asked over ssh); a machine
+    that is not running holds none (the rules live in its kernel only)."""
+    if not cluster.machine(host).running():
+        return False
+    return _remote(cluster, host, "isolated", script=isolation.IS_ISOLATED).strip() == "isolated"
 
 
 def heal(cluster: EmbeddedCluster, hosts: list[str] | None = None) -> list[Healed]:
-    """Undo every fault: links up, paused brokers resumed, stopped/killed ones started."""
+    """Undo every fault: isolation rules deleted, paused brokers resumed, stopped/killed
+    ones started; one login on each machine."""
     names = hosts or [m.name for m in cluster.machines()]
     brokers = kafka_hosts(cluster)
     out: list[Healed] = []
     for name in names:
-        machine = cluster.machine(name)
-        actions: list[str] = []
-        if not machine.running():
+        if not cluster.machine(name).running():
             out.append(Healed(name, ["machine not running: `kafkalab up` starts it"]))
             continue
-        if isolated(cluster, name):
-            netns.link_set(cluster.ns, machine.veth, "up")
-            actions.append("reconnected")
+        script = isolation.RECONNECT
         if name in brokers:
-            actions += _remote(cluster, name, "heal", timeout=120).split()
-        out.append(Healed(name, actions))
+            script += "\n" + SCRIPTS["heal"]
+        out.append(Healed(name, _remote(cluster, name, "heal", 120, script).split()))
     return out
 
 

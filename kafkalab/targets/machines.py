@@ -95,7 +95,7 @@ class EmbeddedMachine:
 
     @property
     def veth(self) -> str:
-        """The lab-side end of the machine's link, on the bridge (fault isolate downs it)."""
+        """The lab-side end of the machine's link, on the bridge."""
         return f"kh-{self.name}"[:15]
 
     @property

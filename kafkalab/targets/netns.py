@@ -190,11 +190,6 @@ def veth_pair(ns: str, lab_end: str, machine_end: str) -> None:
     _ip("link", "set", lab_end, "master", BRIDGE, "up", ns=ns)
 
 
-def link_set(ns: str, dev: str, state: str) -> None:
-    """Bring a lab-side link up or down (used by fault isolate/heal)."""
-    _ip("link", "set", dev, state, ns=ns)
-
-
 def _setns(ns: str) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     fd = os.open(NETNS_RUN / ns, os.O_RDONLY)

@@ -1,5 +1,5 @@
-"""The fault commands on a real cluster: kill stays killed, isolate cuts both ways, heal
-undoes it all. Each test leaves the cluster healthy for the next."""
+"""The fault commands on a real cluster: kill stays killed, isolate cuts the lab network both
+ways and keeps ssh open, heal undoes it all. Each test leaves the cluster healthy for the next."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from tests.client import create_topic, describe
 from tests.failover.helpers import healthy, wait_healthy
 
 pytestmark = [pytest.mark.cluster, pytest.mark.parametrize("cluster", ["kraft"], indirect=True)]
@@ -48,37 +49,61 @@ def test_kill_keeps_the_broker_down_until_heal(cluster):
     assert "Restart=on-failure" in dropin
 
 
-def test_isolate_cuts_both_directions_and_heal_reconnects(cluster):
+def can_connect(cluster, host: str, address: str, port: int = 9092) -> bool:
+    """From a machine: a TCP connection to address:port within 2 s (netcat in the image)."""
+    proc = cluster.kafkalab("exec", host, "--", "nc", "-z", "-w2", address, str(port), check=False)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 255: ssh itself failed
+    return proc.returncode == 0
+
+
+def wait_isr(bootstrap: str, topic: str, node: int, present: bool, timeout: float = 90) -> float:
+    """Seconds until `node` is in every ISR of `topic` (present) or in none."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        isrs = [p.isr for p in describe(bootstrap, topic)]
+        if all((node in isr) == present for isr in isrs):
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise AssertionError(f"node {node} {'not back in' if present else 'still in'} ISRs: {isrs}")
+
+
+def test_isolate_cuts_the_lab_network_both_ways_keeps_ssh_and_heal_reconnects(cluster):
     kafka3 = cluster.hosts["kafka3"]["kafkalab_address"]
     kafka1 = cluster.hosts["kafka1"]["kafkalab_address"]
-    assert reachable(kafka3)
+    kafka2 = cluster.hosts["kafka2"]["kafkalab_address"]
+    node3 = cluster.hosts["kafka3"]["kafka_node_id"]
+    wait_healthy(cluster.bootstrap)
+    create_topic(cluster.bootstrap, "isolate-isr", partitions=3, rf=3)
+    wait_isr(cluster.bootstrap, "isolate-isr", node3, present=True)
+    assert reachable(kafka3, 9092)
+    started = time.monotonic()
     cluster.kafkalab("fault", "isolate", "kafka3")
+    took = time.monotonic() - started
     try:
-        assert not reachable(kafka3)  # lab side -> machine
-        assert not reachable(kafka3, 9092)
-        assert reachable(kafka1)  # the others are untouched
-        # machine -> lab: kafka3 cannot reach kafka1 either (seen from the lab side, its
-        # sshd is cut off too, so ask a broker on the other side: kafka1 cannot reach it)
-        probe = cluster.kafkalab(
-            "exec",
-            "kafka1",
-            "--",
-            "timeout",
-            "3",
-            "bash",
-            "-c",
-            f"</dev/tcp/{kafka3}/9092",
-            check=False,
-        )
-        assert probe.returncode != 0
-        # Faults through ssh say clearly that the machine is out of reach.
-        proc = cluster.kafkalab("fault", "kill", "kafka3", check=False)
-        assert proc.returncode == 2
-        assert "cannot reach it" in proc.stderr
+        assert not reachable(kafka3, 9092)  # lab side -> machine
+        assert reachable(kafka3)  # ... but ssh stays open
+        assert not can_connect(cluster, "kafka1", kafka3)  # another machine -> kafka3
+        assert not can_connect(cluster, "kafka3", kafka1)  # kafka3 -> another machine
+        assert can_connect(cluster, "kafka3", kafka3)  # itself, over loopback
+        assert can_connect(cluster, "kafka1", kafka2)  # the others are untouched
+        rules = cluster.kafkalab("exec", "kafka3", "--", "sudo", "nft", "list", "ruleset").stdout
+        assert "table inet kafkalab_fault" in rules
+        # The ISR loses kafka3 (seen from a broker on the other side only).
+        wait_isr(f"{kafka1}:9092", "isolate-isr", node3, present=False)
+        shrunk = time.monotonic() - started
+        print(f"\nisolate: the command took {took:.1f}s, ISR shrank {shrunk:.1f}s after it began")
+        # A fault through ssh reaches the isolated machine.
+        assert "paused" in cluster.kafkalab("fault", "pause", "kafka3").stdout
     finally:
         out = cluster.kafkalab("fault", "heal").stdout
-    assert "kafka3: reconnected" in out
-    assert reachable(kafka3)
+    assert "kafka3: reconnected, resumed" in out
+    assert (
+        "inet kafkalab_fault"
+        not in cluster.kafkalab("exec", "kafka3", "--", "sudo", "nft", "list", "ruleset").stdout
+    )
+    assert reachable(kafka3, 9092)
+    expand = wait_isr(cluster.bootstrap, "isolate-isr", node3, present=True)
+    print(f"isolate: ISR full again {expand:.1f}s after heal returned")
     wait_healthy(cluster.bootstrap)
 
 

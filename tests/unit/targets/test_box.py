@@ -20,6 +20,8 @@ def test_box_recipe_extends_the_base() -> None:
     assert merged["suite"] == base["suite"]
     assert merged["packages"][: len(base["packages"])] == base["packages"]
     assert {"linux-image-amd64", "initramfs-tools", "grub-pc-bin"} <= set(merged["packages"])
+    # fault isolate's nft, on the offline VM as on the embedded machines
+    assert "nftables" in base["packages"] and "nftables" in merged["packages"]
     assert merged["customize"][: len(base["customize"])] == base["customize"]
     assert "extends" not in merged
 
