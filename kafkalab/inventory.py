@@ -1,8 +1,12 @@
-"""The Ansible inventory a topology becomes (see docs/DESIGN.md, "Inventory contract")."""
+"""The Ansible inventory a topology becomes (see docs/DESIGN.md, "Inventory contract"), and
+any inventory of the contract's shape read back as a cluster's layout (`read`, `Layout`)."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +14,16 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS, Machine, Topology
+from kafkalab.errors import KafkalabError
+from kafkalab.topology import (
+    EXTRA_HOSTS,
+    MODES,
+    SUPPORTED_KAFKA_VERSIONS,
+    Machine,
+    Mode,
+    Topology,
+    read_mapping,
+)
 
 GROUPS = ("kafka_broker", "kafka_controller", "zookeeper", "spark_master", "spark_worker", "ksqldb")
 
@@ -77,6 +90,135 @@ def hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
             entry.update(hv or {})
             entry["groups"].append(group)
     return out
+
+
+def read(path: Path) -> dict[str, dict[str, Any]]:
+    """Every host of an Ansible inventory with its variables merged as Ansible merges them
+    (all, then its groups, then its own) and its `groups`. A YAML file of the contract's
+    flat shape is read here; anything else Ansible reads (INI such as Vagrant's, a folder,
+    group_vars/ or host_vars/ beside it) through `ansible-inventory`. A missing or
+    unreadable inventory is one line."""
+    source = f"inventory {path}"
+    if not path.exists():
+        raise KafkalabError(f"{source}: no such file")
+    beside = any((path.parent / d).is_dir() for d in ("group_vars", "host_vars"))
+    if path.is_file() and path.suffix in (".yml", ".yaml") and not beside:
+        data = read_mapping(path, source, "inventory", "with `all:` at the top")
+        flat = _flat(data)
+        if flat is not None:
+            return flat
+    return _ansible_inventory(path, source)
+
+
+def _flat(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The hosts of a YAML inventory shaped like the contract (all: vars, children: groups
+    with hosts and vars); None for any other shape (Ansible reads those)."""
+    top = data.get("all")
+    if not isinstance(top, dict) or set(top) - {"vars", "children", "hosts"} or top.get("hosts"):
+        return None
+    children = top.get("children") or {}
+    if not isinstance(children, dict):
+        return None
+    common = top.get("vars") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for group in sorted(children):
+        child = children[group] or {}
+        if not isinstance(child, dict) or set(child) - {"hosts", "vars"}:
+            return None
+        for name in child.get("hosts") or {}:
+            entry = out.setdefault(name, {**common, "groups": []})
+            entry.update(child.get("vars") or {})
+            entry["groups"].append(group)
+    for child in children.values():  # the host's own variables win over its groups'
+        for name, hv in ((child or {}).get("hosts") or {}).items():
+            out[name].update(hv or {})
+    for entry in out.values():
+        entry["groups"] = [g for g in children if g in entry["groups"]]
+    return out
+
+
+def _ansible_inventory(path: Path, source: str) -> dict[str, dict[str, Any]]:
+    tool = Path(sys.executable).parent / "ansible-inventory"
+    proc = subprocess.run(
+        [str(tool), "-i", str(path), "--list"], capture_output=True, text=True, timeout=120
+    )
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        raise KafkalabError(f"{source}: Ansible cannot read it: {why}")
+    data = json.loads(proc.stdout)
+    hostvars = data.get("_meta", {}).get("hostvars", {})
+    out: dict[str, dict[str, Any]] = {}
+    for group, entry in data.items():
+        if group in ("_meta", "all", "ungrouped") or not isinstance(entry, dict):
+            continue
+        for name in entry.get("hosts", []):
+            out.setdefault(name, {**hostvars.get(name, {}), "groups": []})["groups"].append(group)
+    order = list(GROUPS)
+    for entry in out.values():
+        entry["groups"].sort(key=lambda g: order.index(g) if g in order else len(order))
+    return out
+
+
+@dataclass
+class Layout:
+    """A cluster's shape as its inventory tells it, for the code that works on a running
+    cluster (labs, failover, streaming, status): what a Topology gives them, from the
+    contract's groups and variables instead of cluster.yml."""
+
+    source: str
+    mode: Mode
+    kafka_version: str
+    hosts: list[Machine]
+
+    def machines(self) -> list[Machine]:
+        return list(self.hosts)
+
+    def _in(self, group: str) -> list[Machine]:
+        return [m for m in self.hosts if group in m.groups]
+
+    @property
+    def brokers(self) -> int:
+        return len(self._in("kafka_broker"))
+
+    @property
+    def controllers(self) -> int:
+        """Dedicated KRaft controllers (0: the brokers are the controllers)."""
+        return len(self._in("kafka_controller"))
+
+    @property
+    def extra_hosts(self) -> list[str]:
+        return [e for e, (_n, groups) in EXTRA_HOSTS.items() if self._in(groups[0])]
+
+    def check_replication_factor(self, rf: int) -> None:
+        if rf > self.brokers:
+            raise KafkalabError(
+                f"replication factor {rf} is larger than the number of brokers "
+                f"({self.brokers}) of {self.source}"
+            )
+
+    @classmethod
+    def of(cls, hosts: dict[str, dict[str, Any]], source: str) -> Layout:
+        """The layout of `read`'s hosts; what it needs and lacks is one line naming it."""
+        kafka = [
+            h for h, hv in hosts.items() if {"kafka_broker", "kafka_controller"} & set(hv["groups"])
+        ]
+        if not any("kafka_broker" in hv["groups"] for hv in hosts.values()):
+            raise KafkalabError(f"{source}: no host in group kafka_broker")
+        first = hosts[kafka[0]]
+        mode = first.get("kafka_mode")
+        if mode not in MODES:
+            raise KafkalabError(
+                f"{source}: kafka_mode: kraft or zookeeper in all:vars (got {mode!r})"
+            )
+        machines = []
+        for name, hv in hosts.items():
+            if "kafkalab_address" not in hv:
+                raise KafkalabError(f"{source}: host {name} has no kafkalab_address")
+            node_id = hv.get("kafka_node_id")
+            if name in kafka and not isinstance(node_id, int):
+                raise KafkalabError(f"{source}: host {name} has no kafka_node_id")
+            machines.append(Machine(name, str(hv["kafkalab_address"]), list(hv["groups"]), node_id))
+        return cls(source, mode, str(first.get("kafka_version", "")), machines)
 
 
 def load(path: Path) -> dict[str, Any]:
