@@ -120,20 +120,19 @@ def _flat(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
     if not isinstance(children, dict):
         return None
     common = top.get("vars") or {}
+    groups = {group: child or {} for group, child in children.items()}
     out: dict[str, dict[str, Any]] = {}
-    for group in sorted(children):
-        child = children[group] or {}
+    for group, child in groups.items():  # hosts in the inventory's order
         if not isinstance(child, dict) or set(child) - {"hosts", "vars"}:
             return None
         for name in child.get("hosts") or {}:
-            entry = out.setdefault(name, {**common, "groups": []})
-            entry.update(child.get("vars") or {})
-            entry["groups"].append(group)
-    for child in children.values():  # the host's own variables win over its groups'
-        for name, hv in ((child or {}).get("hosts") or {}).items():
+            out.setdefault(name, {**common, "groups": []})["groups"].append(group)
+    for group in sorted(groups):  # group variables by group name, as Ansible merges them
+        for name in groups[group].get("hosts") or {}:
+            out[name].update(groups[group].get("vars") or {})
+    for child in groups.values():  # the host's own variables win over its groups'
+        for name, hv in (child.get("hosts") or {}).items():
             out[name].update(hv or {})
-    for entry in out.values():
-        entry["groups"] = [g for g in children if g in entry["groups"]]
     return out
 
 
