@@ -146,15 +146,12 @@ def _ansible_inventory(path: Path, source: str) -> dict[str, dict[str, Any]]:
         raise KafkalabError(f"{source}: Ansible cannot read it: {why}")
     data = json.loads(proc.stdout)
     hostvars = data.get("_meta", {}).get("hostvars", {})
+    order = list(GROUPS)  # hosts in the contract's group order, as kafkalab writes them
+    groups = [g for g, e in data.items() if g not in ("_meta", "all", "ungrouped") and e]
     out: dict[str, dict[str, Any]] = {}
-    for group, entry in data.items():
-        if group in ("_meta", "all", "ungrouped") or not isinstance(entry, dict):
-            continue
-        for name in entry.get("hosts", []):
+    for group in sorted(groups, key=lambda g: order.index(g) if g in order else len(order)):
+        for name in data[group].get("hosts", []):
             out.setdefault(name, {**hostvars.get(name, {}), "groups": []})["groups"].append(group)
-    order = list(GROUPS)
-    for entry in out.values():
-        entry["groups"].sort(key=lambda g: order.index(g) if g in order else len(order))
     return out
 
 
