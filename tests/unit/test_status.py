@@ -26,6 +26,7 @@ def test_status_names_the_inventory_and_what_does_not_answer(tmp_path: Path) -> 
         "kafkalab_address: 127.0.0.1, kafka_node_id: 1}\n"
     )
     env = dict(os.environ, COLUMNS="400", KAFKALAB_STATE_HOME=str(tmp_path / "home"))
+    env["TMPDIR"] = str(tmp_path)  # its ssh socket dir goes there, not to /tmp
     run = [sys.executable, "-m", "kafkalab", "status", "-i", str(inventory)]
     table = subprocess.run(run, capture_output=True, text=True, env=env)
     assert table.returncode == 0, table.stderr
