@@ -1,12 +1,10 @@
-"""The Ansible inventory a topology becomes (see docs/DESIGN.md, "Inventory contract"), and
-any inventory of the contract's shape read back as a cluster's layout (`read`, `Layout`)."""
+"""The Ansible inventory a topology becomes (see docs/DESIGN.md, "Inventory contract"), any
+inventory of the contract's shape read back as a cluster's layout (`Layout`), and the
+contract checked on any inventory (`Listing`, `check_contract`)."""
 
 from __future__ import annotations
 
 import ipaddress
-import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,6 @@ from kafkalab.topology import (
     Machine,
     Mode,
     Topology,
-    read_mapping,
 )
 
 GROUPS = ("kafka_broker", "kafka_controller", "zookeeper", "spark_master", "spark_worker", "ksqldb")
@@ -89,69 +86,6 @@ def hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
             entry = out.setdefault(name, {"groups": []})
             entry.update(hv or {})
             entry["groups"].append(group)
-    return out
-
-
-def read(path: Path) -> dict[str, dict[str, Any]]:
-    """Every host of an Ansible inventory with its variables merged as Ansible merges them
-    (all, then its groups, then its own) and its `groups`. A YAML file of the contract's
-    flat shape is read here; anything else Ansible reads (INI such as Vagrant's, a folder,
-    group_vars/ or host_vars/ beside it) through `ansible-inventory`. A missing or
-    unreadable inventory is one line."""
-    source = f"inventory {path}"
-    if not path.exists():
-        raise KafkalabError(f"{source}: no such file")
-    beside = any((path.parent / d).is_dir() for d in ("group_vars", "host_vars"))
-    if path.is_file() and path.suffix in (".yml", ".yaml") and not beside:
-        data = read_mapping(path, source, "inventory", "with `all:` at the top")
-        flat = _flat(data)
-        if flat is not None:
-            return flat
-    return _ansible_inventory(path, source)
-
-
-def _flat(data: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The hosts of a YAML inventory shaped like the contract (all: vars, children: groups
-    with hosts and vars); None for any other shape (Ansible reads those)."""
-    top = data.get("all")
-    if not isinstance(top, dict) or set(top) - {"vars", "children", "hosts"} or top.get("hosts"):
-        return None
-    children = top.get("children") or {}
-    if not isinstance(children, dict):
-        return None
-    common = top.get("vars") or {}
-    groups = {group: child or {} for group, child in children.items()}
-    out: dict[str, dict[str, Any]] = {}
-    for group, child in groups.items():  # hosts in the inventory's order
-        if not isinstance(child, dict) or set(child) - {"hosts", "vars"}:
-            return None
-        for name in child.get("hosts") or {}:
-            out.setdefault(name, {**common, "groups": []})["groups"].append(group)
-    for group in sorted(groups):  # group variables by group name, as Ansible merges them
-        for name in groups[group].get("hosts") or {}:
-            out[name].update(groups[group].get("vars") or {})
-    for child in groups.values():  # the host's own variables win over its groups'
-        for name, hv in (child.get("hosts") or {}).items():
-            out[name].update(hv or {})
-    return out
-
-
-def _ansible_inventory(path: Path, source: str) -> dict[str, dict[str, Any]]:
-    tool = Path(sys.executable).parent / "ansible-inventory"
-    proc = subprocess.run(
-        [str(tool), "-i", str(path), "--list"], capture_output=True, text=True, timeout=120
-    )
-    if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        raise KafkalabError(f"{source}: Ansible cannot read it: {why}")
-    data = json.loads(proc.stdout)
-    hostvars = data.get("_meta", {}).get("hostvars", {})
-    order = list(GROUPS)  # hosts in the contract's group order, as kafkalab writes them
-    groups = [g for g, e in data.items() if g not in ("_meta", "all", "ungrouped") and e]
-    out: dict[str, dict[str, Any]] = {}
-    for group in sorted(groups, key=lambda g: order.index(g) if g in order else len(order)):
-        for name in data[group].get("hosts", []):
-            out.setdefault(name, {**hostvars.get(name, {}), "groups": []})["groups"].append(group)
     return out
 
 

@@ -26,11 +26,12 @@ from typing import Any, Protocol, TypeVar
 
 from kafkalab import inventory
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import boot, netns, ssh
+from kafkalab.targets import boot, hosts, netns, ssh, vagrant
+from kafkalab.topology import read_mapping
 
 T = TypeVar("T")
 # Vagrant writes its inventory here, below the .vagrant folder next to the Vagrantfile.
-VAGRANT_INVENTORY = Path("provisioners/ansible/inventory/vagrant_ansible_inventory")
+VAGRANT_INVENTORY = vagrant.GENERATED_INVENTORY
 # ssh options Ansible's connection variables set, read from the inventory.
 CONNECTION = (
     "ansible_host",
@@ -126,9 +127,14 @@ class InventoryCluster:
     # -- its hosts ---------------------------------------------------------------------------
 
     def hosts(self) -> dict[str, dict[str, Any]]:
-        """Every host with its merged variables and groups (read once)."""
+        """Every host of the contract's groups, in their order, with its merged variables
+        and `groups` (read once)."""
         if self._hosts is None:
-            self._hosts = inventory.read(self.inventory_path)
+            listing = read(self.inventory_path)
+            self._hosts = {
+                h: {**listing.hostvars[h], "groups": listing.groups_of(h)}
+                for h in listing.hosts_of(*inventory.GROUPS)
+            }
         return self._hosts
 
     def layout(self) -> inventory.Layout | None:
@@ -222,6 +228,31 @@ class InventoryCluster:
         self.machine(name)  # raises with the known names
         hv = self.hosts()[name]
         return self.wrap(ssh.from_vars(name, connection(hv), self.control_dir, command, tty))
+
+
+def read(path: Path) -> inventory.Listing:
+    """An inventory as Ansible reads it. A YAML file of the contract's flat shape (all: vars,
+    children: groups of hosts and vars; what kafkalab generates, example.yml's copies) is
+    read here, at once; anything else (INI such as Vagrant's, a folder, group_vars/ or
+    host_vars/ beside it) through ansible-inventory (kafkalab.targets.hosts.read). A
+    missing or unreadable inventory is one line."""
+    beside = any((path.parent / d).is_dir() for d in ("group_vars", "host_vars"))
+    if path.is_file() and path.suffix in (".yml", ".yaml") and not beside:
+        data = read_mapping(path, str(path), "inventory", "with `all:` at the top")
+        if _flat(data):
+            return inventory.Listing.from_data(data)
+    return hosts.read(path)
+
+
+def _flat(data: dict[str, Any]) -> bool:
+    top = data.get("all")
+    if not isinstance(top, dict) or set(top) - {"vars", "children", "hosts"}:
+        return False
+    children = top.get("children") or {}
+    return isinstance(children, dict) and all(
+        isinstance(c or {}, dict) and not set(c or {}) - {"hosts", "vars"}
+        for c in children.values()
+    )
 
 
 def connection(hv: dict[str, Any]) -> dict[str, str]:

@@ -141,7 +141,7 @@ def test_what_the_layout_lacks_is_one_line(tmp_path: Path, text: str, expected: 
 
 def test_a_missing_inventory_is_one_line_and_no_layout(tmp_path: Path) -> None:
     assert InventoryCluster(tmp_path / "gone.yml").layout() is None
-    with pytest.raises(KafkalabError, match=r"gone.yml: no such file"):
+    with pytest.raises(KafkalabError, match=r"gone.yml: no such inventory"):
         InventoryCluster(tmp_path / "gone.yml").hosts()
 
 

@@ -84,7 +84,7 @@ def test_an_explicit_vagrant_inventory_is_that_vagrant_lab(tmp_path: Path) -> No
 
 
 def test_a_missing_inventory_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(KafkalabError, match=r"inventory .*mine.yml: no such file") as err:
+    with pytest.raises(KafkalabError, match=r"mine.yml: no such inventory") as err:
         resolve.cluster(tmp_path / "mine.yml")
     assert "\n" not in str(err.value)
 
@@ -148,4 +148,4 @@ def test_the_cli_says_a_missing_inventory_in_one_line(tmp_path: Path) -> None:
             env=env,
         )
         assert proc.returncode == 2, proc.stdout + proc.stderr
-        assert proc.stderr.strip() == f"error: inventory {tmp_path / 'no.yml'}: no such file"
+        assert proc.stderr.strip().startswith(f"error: {tmp_path / 'no.yml'}: no such inventory")
