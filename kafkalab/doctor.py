@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,8 +16,8 @@ from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import cache_root
-from kafkalab.targets import boot, image, vagrant
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets import image, resolve, vagrant
+from kafkalab.targets.cluster import InventoryCluster
 
 
 @dataclass
@@ -32,7 +33,7 @@ def _which(tool: str, fix: str) -> Check:
     return Check(tool, path is not None, path or "not found", "" if path else fix)
 
 
-def run() -> list[Check]:
+def run(inventory: Path | None = None) -> list[Check]:
     apt = "make setup (installs it with apt-get)"
     checks = [
         Check(
@@ -87,26 +88,38 @@ def run() -> list[Check]:
         )
     )
     checks += optional()
-    checks += machines()
+    try:
+        checks += machines(resolve.cluster(inventory))
+    except KafkalabError as exc:
+        checks.append(Check("lab", False, str(exc), "see the message"))
     return checks
 
 
-def machines() -> list[Check]:
-    """How each running machine of this cluster booted (its systemd's own answer)."""
-    try:
-        cluster = EmbeddedCluster()
-        found = boot.states([m for m in cluster.machines() if m.running()], timeout=10)
-    except KafkalabError as exc:
-        return [Check("lab", False, str(exc), "see the message")]
-    return [
-        Check(
+def machines(cluster: InventoryCluster) -> list[Check]:
+    """How each running machine of the cluster booted (its systemd's own answer) where the
+    target controls its machines; else whether each host answers ssh."""
+    running = [m.name for m in cluster.machines() if m.running()]
+    with ThreadPoolExecutor(max_workers=max(len(running), 1)) as pool:
+        return list(pool.map(lambda name: _machine(cluster, name), running))
+
+
+def _machine(cluster: InventoryCluster, name: str) -> Check:
+    state = cluster.boot_state(name)
+    if state is not None:
+        return Check(
             f"machine {name}",
             state.ok,
             state.describe().replace("\n", " "),
             "" if state.ok else "`kafkalab up` reboots a machine that did not boot cleanly",
         )
-        for name, state in found.items()
-    ]
+    try:
+        proc = cluster.sh(name, "true", timeout=30)
+        why = (proc.stderr.strip().splitlines() or [f"ssh exit {proc.returncode}"])[-1]
+    except subprocess.TimeoutExpired:
+        proc, why = None, "no answer over ssh within 30s"
+    ok = proc is not None and proc.returncode == 0
+    fix = "" if ok else f"check the host and its ssh settings in {cluster.inventory_path}"
+    return Check(f"host {name}", ok, "reachable over ssh" if ok else why, fix)
 
 
 def optional() -> list[Check]:

@@ -1,4 +1,6 @@
-"""The Ansible inventory a topology becomes (see docs/DESIGN.md, "Inventory contract")."""
+"""The Ansible inventory a topology becomes (see docs/DESIGN.md, "Inventory contract"), any
+inventory of the contract's shape read back as a cluster's layout (`Layout`), and the
+contract checked on any inventory (`Listing`, `check_contract`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS, Machine, Topology
+from kafkalab.errors import KafkalabError
+from kafkalab.topology import (
+    EXTRA_HOSTS,
+    MODES,
+    SUPPORTED_KAFKA_VERSIONS,
+    Machine,
+    Mode,
+    Topology,
+)
 
 GROUPS = ("kafka_broker", "kafka_controller", "zookeeper", "spark_master", "spark_worker", "ksqldb")
 
@@ -77,6 +87,68 @@ def hosts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
             entry.update(hv or {})
             entry["groups"].append(group)
     return out
+
+
+@dataclass
+class Layout:
+    """A cluster's shape as its inventory tells it, for the code that works on a running
+    cluster (labs, failover, streaming, status): what a Topology gives them, from the
+    contract's groups and variables instead of cluster.yml."""
+
+    source: str
+    mode: Mode
+    kafka_version: str
+    hosts: list[Machine]
+
+    def machines(self) -> list[Machine]:
+        return list(self.hosts)
+
+    def _in(self, group: str) -> list[Machine]:
+        return [m for m in self.hosts if group in m.groups]
+
+    @property
+    def brokers(self) -> int:
+        return len(self._in("kafka_broker"))
+
+    @property
+    def controllers(self) -> int:
+        """Dedicated KRaft controllers (0: the brokers are the controllers)."""
+        return len(self._in("kafka_controller"))
+
+    @property
+    def extra_hosts(self) -> list[str]:
+        return [e for e, (_n, groups) in EXTRA_HOSTS.items() if self._in(groups[0])]
+
+    def check_replication_factor(self, rf: int) -> None:
+        if rf > self.brokers:
+            raise KafkalabError(
+                f"replication factor {rf} is larger than the number of brokers "
+                f"({self.brokers}) of {self.source}"
+            )
+
+    @classmethod
+    def of(cls, hosts: dict[str, dict[str, Any]], source: str) -> Layout:
+        """The layout of `read`'s hosts; what it needs and lacks is one line naming it."""
+        kafka = [
+            h for h, hv in hosts.items() if {"kafka_broker", "kafka_controller"} & set(hv["groups"])
+        ]
+        if not any("kafka_broker" in hv["groups"] for hv in hosts.values()):
+            raise KafkalabError(f"{source}: no host in group kafka_broker")
+        first = hosts[kafka[0]]
+        mode = first.get("kafka_mode")
+        if mode not in MODES:
+            raise KafkalabError(
+                f"{source}: kafka_mode: kraft or zookeeper in all:vars (got {mode!r})"
+            )
+        machines = []
+        for name, hv in hosts.items():
+            if "kafkalab_address" not in hv:
+                raise KafkalabError(f"{source}: host {name} has no kafkalab_address")
+            node_id = hv.get("kafka_node_id")
+            if name in kafka and not isinstance(node_id, int):
+                raise KafkalabError(f"{source}: host {name} has no kafka_node_id")
+            machines.append(Machine(name, str(hv["kafkalab_address"]), list(hv["groups"]), node_id))
+        return cls(source, mode, str(first.get("kafka_version", "")), machines)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""What the cluster looks like right now: machines, services, ids, who leads."""
+"""What the cluster looks like right now: which target, machines, services, ids, who leads.
+It works on any target: what it learns of a machine it learns over ssh, and how the
+machine booted where the target controls its machines (embedded)."""
 
 from __future__ import annotations
 
@@ -7,10 +9,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafkalab import inventory
 from kafkalab.kafka import quorum, tools
-from kafkalab.targets import boot, netns
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.cluster import InventoryCluster
 
 SERVICES = {
     "kafka_broker": "kafka",
@@ -22,7 +22,7 @@ SERVICES = {
 }
 
 
-def _run(cluster: EmbeddedCluster, name: str, script: str, timeout: float = 60) -> str:
+def _run(cluster: InventoryCluster, name: str, script: str, timeout: float = 60) -> str:
     """What a script on a machine printed ("" when it took over `timeout`)."""
     try:
         return cluster.sh(name, script, timeout).stdout
@@ -30,29 +30,35 @@ def _run(cluster: EmbeddedCluster, name: str, script: str, timeout: float = 60) 
         return ""
 
 
-def collect(cluster: EmbeddedCluster) -> dict[str, Any]:
+def collect(cluster: InventoryCluster) -> dict[str, Any]:
     """Status as data (the table and --json both come from this)."""
-    topo = cluster.topology()
-    if topo is None or not cluster.inventory_path.exists():
-        return {"lab": None, "machines": []}
-    hosts = inventory.hosts(inventory.load(cluster.inventory_path))
+    target = cluster.describe()
+    topo = cluster.layout()
+    if topo is None:
+        return {"lab": None, "target": target, "machines": []}
+    hosts = cluster.hosts()
     machines = {m.name: m for m in cluster.machines()}
 
     def one(name: str) -> dict[str, Any]:
         hv = hosts[name]
         services = sorted({SERVICES[g] for g in hv["groups"] if g in SERVICES})
         running = machines[name].running()
-        booted = boot.state(machines[name], timeout=10) if running else boot.BootState("stopped")
+        booted = cluster.boot_state(name)
         states = {s: "machine stopped" for s in services}
+        out = []
         if running and services:
             out = _run(cluster, name, shlex.join(["systemctl", "is-active", *services]), 20).split()
             states = dict(zip(services, out or ["unreachable"] * len(services), strict=False))
+        if booted is not None:  # the target controls its machines: it knows their state
+            machine = "running" if running else "stopped"
+        else:
+            machine = "reachable" if out else "unreachable"
         return {
             "host": name,
             "address": hv["kafkalab_address"],
             "roles": [g for g in hv["groups"]],
-            "machine": "running" if running else "stopped",
-            "boot": booted.as_dict(),
+            "machine": machine,
+            "boot": booted.as_dict() if booted is not None else {},
             "services": states,
             "node_id": hv.get("kafka_node_id"),
             "zookeeper_myid": hv.get("zookeeper_myid"),
@@ -65,9 +71,7 @@ def collect(cluster: EmbeddedCluster) -> dict[str, Any]:
     if topo.mode == "kraft" and live:
         bootstrap = ",".join(f"{r['address']}:9092" for r in live)
         via = live[0]["host"]
-        lead["active_controller"] = quorum.active_controller(
-            tools.printed(cluster, via), bootstrap
-        )
+        lead["active_controller"] = quorum.active_controller(tools.printed(cluster, via), bootstrap)
     combined = topo.mode == "kraft" and topo.controllers == 0
     for r in rows:
         if combined and "kafka_broker" in r["roles"]:
@@ -75,23 +79,20 @@ def collect(cluster: EmbeddedCluster) -> dict[str, Any]:
     if topo.mode == "zookeeper" and live:
         bootstrap = ",".join(f"{r['address']}:9092" for r in live)
         try:
-            lead["active_controller"] = netns.run_in(
-                cluster.ns, lambda: quorum.controller_id(bootstrap)
-            )
+            lead["active_controller"] = cluster.run(lambda: quorum.controller_id(bootstrap))
         except Exception:  # a cluster in trouble still gets a status table
             lead["active_controller"] = None
     if topo.mode == "zookeeper":
         zk = [r for r in rows if "zookeeper" in r["roles"]]
-        modes = netns.run_in(
-            cluster.ns, lambda: {r["host"]: quorum.zk_mode(r["address"]) for r in zk}
-        )
+        modes = cluster.run(lambda: {r["host"]: quorum.zk_mode(r["address"]) for r in zk})
         for r in zk:
             r["zookeeper_mode"] = modes[r["host"]]
         lead["zookeeper_leader"] = next((h for h, m in modes.items() if m == "leader"), None)
     for r in rows:
         r["leader"] = _leader_mark(r, lead)
-    # "lab" is the key `status --json` has always had for the cluster.
-    return {"lab": {"netns": cluster.ns, **lead, "state": str(cluster.state)}, "machines": rows}
+    # "lab" is the key `status --json` has always had for the cluster; "target" says which.
+    lab = {"netns": cluster.ns, **lead, "state": str(cluster.state)}
+    return {"lab": lab, "target": target, "machines": rows}
 
 
 def _leader_mark(row: dict[str, Any], lead: dict[str, Any]) -> str:

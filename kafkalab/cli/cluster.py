@@ -16,7 +16,7 @@ from kafkalab.artifacts import archive
 from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming import spark as spark_mod
-from kafkalab.targets import hosts
+from kafkalab.targets import hosts, resolve
 from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.targets.statedir import one_command
 
@@ -29,6 +29,17 @@ HostsInventory = Annotated[
         "--inventory",
         "-i",
         help="your own hosts (a copy of inventory/example.yml): provision them, boot nothing",
+    ),
+]
+# Every command that talks to a cluster takes it as Ansible users expect; without it the
+# Vagrant lab that is up in this folder, else the embedded cluster (targets.resolve).
+InventoryFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--inventory",
+        "-i",
+        help="the cluster's Ansible inventory (default: the Vagrant lab up in this folder, "
+        "else the embedded cluster)",
     ),
 ]
 
@@ -144,14 +155,17 @@ def _down_embedded(purge: bool) -> None:
     render.ok("lab removed" if purge else "machines stopped (data kept; `kafkalab up` resumes)")
 
 
-def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable")] = False) -> None:
-    """Machines, services, node ids and who leads."""
-    data = status_mod.collect(EmbeddedCluster())
+def status(
+    json_: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    inventory: InventoryFile = None,
+) -> None:
+    """Which target, machines, services, node ids and who leads."""
+    data = status_mod.collect(resolve.cluster(inventory))
     if json_:
         render.as_json(data)
         return
     if data["lab"] is None:
-        render.step("no lab here yet: run `kafkalab up`")
+        render.step(f"no lab here yet ({_target(data['target'])}): run `kafkalab up`")
         return
     saved = data["lab"]
     rows = [
@@ -167,17 +181,28 @@ def status(json_: Annotated[bool, typer.Option("--json", help="machine-readable"
         for m in data["machines"]
     ]
     render.table(
-        f"lab {saved['netns']} ({saved['mode']})",
+        f"{_target(data['target'])} ({saved['mode']})",
         ["host", "address", "roles", "machine", "services", "node id", "leads"],
         rows,
     )
+
+
+def _target(t: dict[str, Any]) -> str:
+    """Which target is in use, in words: `embedded cluster kafkalab` (its namespace),
+    `Vagrant lab in <folder>`, `hosts of <inventory>`."""
+    if t["target"] == "embedded":
+        return f"embedded cluster {t['where']} (network namespace {t['netns']})"
+    inside = f", from network namespace {t['netns']}" if t["netns"] else ""
+    if t["target"] == "vagrant":
+        return f"Vagrant lab in {t['where']}{inside}"
+    return f"hosts of {t['where']}{inside}"
 
 
 def _machine_cell(m: dict[str, Any]) -> str:
     """`running`, or what a bad boot left: `running, boot degraded (failed: x.service)`.
     A cluster service that failed (a fault, a crash) shows under services, not here."""
     booted = m["boot"]
-    if booted.get("ok", True) or booted["state"] == "stopped":
+    if booted.get("ok", True) or booted.get("state") == "stopped":
         return str(m["machine"])
     failed = f" (failed: {', '.join(booted['failed_units'])})" if booted["failed_units"] else ""
     return f"{m['machine']}, boot {booted['state']}{failed}"
@@ -186,9 +211,10 @@ def _machine_cell(m: dict[str, Any]) -> str:
 def exec_(
     host: Annotated[str, typer.Argument(help="machine name, e.g. kafka1")],
     command: Annotated[list[str], typer.Argument(help="command after --")],
+    inventory: InventoryFile = None,
 ) -> None:
     """Run a command on a machine (Kafka tools are on its PATH)."""
-    proc = subprocess.run(EmbeddedCluster().login_command(host, command))
+    proc = subprocess.run(resolve.cluster(inventory).login_command(host, command))
     raise typer.Exit(proc.returncode)
 
 
@@ -196,19 +222,25 @@ def shell(
     host: Annotated[
         str | None, typer.Argument(help="a machine; default: the controller side")
     ] = None,
+    inventory: InventoryFile = None,
 ) -> None:
-    """A shell on the controller side of the cluster network (kafka1:9092 resolves) or a host."""
-    cluster = EmbeddedCluster()
+    """A shell on the controller side where the cluster is reached (in an embedded cluster's
+    network kafka1:9092 resolves; $KAFKALAB_BOOTSTRAP everywhere) or on a host."""
+    cluster = resolve.cluster(inventory)
     if host:
-        os.execvp("ip", cluster.ssh_command(host, ["bash", "-l"], tty=True))
-    topo = cluster.topology()
+        argv = cluster.ssh_command(host, ["bash", "-l"], tty=True)
+        os.execvp(argv[0], argv)
+    topo = cluster.layout()
     if topo is None:
         raise KafkalabError("no lab here yet: run `kafkalab up`")
     # The same Kafka tools as on the machines, and the venv's Python (confluent-kafka).
     kafka_bin = archive.unpacked(kafka_artifact.resolve_kafka(topo.kafka_version)) / "bin"
     path = f"{Path(sys.executable).parent}:{kafka_bin}:{os.environ.get('PATH', '')}"
-    env = dict(os.environ, PATH=path, PS1=f"(kafkalab {cluster.ns}) \\w \\$ ")
+    env = dict(os.environ, **cluster.env(), PATH=path, PS1=f"(kafkalab {cluster.name}) \\w \\$ ")
+    brokers = [m.address for m in topo.machines() if "kafka_broker" in m.groups]
+    env["KAFKALAB_BOOTSTRAP"] = ",".join(f"{a}:9092" for a in brokers)
     env["LOG_DIR"] = str(cluster.state / "logs" / "tools")
-    try_this = "kafka-topics.sh --bootstrap-server kafka1:9092 --list"
-    render.step(f"lab network {cluster.ns}: try {try_this}")
-    os.execvpe("ip", ["ip", "netns", "exec", cluster.ns, "bash", "--norc", "-i"], env)
+    try_this = "kafka-topics.sh --bootstrap-server $KAFKALAB_BOOTSTRAP --list"
+    render.step(f"{cluster.kind} cluster {cluster.where}: try {try_this}")
+    argv = cluster.wrap(["bash", "--norc", "-i"])
+    os.execvpe(argv[0], argv, env)

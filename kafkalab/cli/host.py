@@ -12,7 +12,7 @@ from kafkalab import render, topology
 from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
-from kafkalab.cli.cluster import TopologyFile
+from kafkalab.cli.cluster import InventoryFile, TopologyFile
 from kafkalab.targets import image
 
 
@@ -34,9 +34,10 @@ def fetch(
         render.ok(f"ksqlDB: {ksqldb_artifact.resolve_ksqldb()}")
 
 
-def doctor() -> None:
-    """What this machine has and lacks, with the fix for each."""
-    checks = doctor_mod.run()
+def doctor(inventory: InventoryFile = None) -> None:
+    """What this machine has and lacks, with the fix for each, and how the cluster's
+    machines are."""
+    checks = doctor_mod.run(inventory)
     render.table(
         "kafkalab doctor",
         ["check", "", "found", "fix"],

@@ -9,9 +9,10 @@ from typing import Annotated, Any
 import typer
 
 from kafkalab import render
+from kafkalab.cli.cluster import InventoryFile
 from kafkalab.failover import runner, verdict
 from kafkalab.failover import scenario as scenarios
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets import resolve
 from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(help="Failover scenarios with a no-data-loss verdict.", no_args_is_help=True)
@@ -49,11 +50,12 @@ def run(
     ] = None,
     report: Annotated[Path | None, typer.Option(help="write the full report as JSON here")] = None,
     keep_topic: Annotated[bool, typer.Option(help="keep the scenario's topic afterwards")] = False,
+    inventory: InventoryFile = None,
 ) -> None:
     """Run a scenario against the cluster and give the verdict (exit 1 when it fails)."""
     scenario = scenarios.load(name)
     result = runner.run(
-        EmbeddedCluster(),
+        resolve.cluster(inventory),
         scenario,
         records=records,
         rate=rate,

@@ -11,10 +11,11 @@ import typer
 from kafkalab import render
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
+from kafkalab.cli.cluster import InventoryFile
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming import expected as streaming
 from kafkalab.streaming import spark as spark_mod
-from kafkalab.targets import netns
+from kafkalab.targets import resolve
 from kafkalab.targets.statedir import one_command
 
 app = typer.Typer(
@@ -49,6 +50,7 @@ def submit(
     conf: Annotated[
         list[str] | None, typer.Option("--conf", help="extra Spark setting key=value")
     ] = None,
+    inventory: InventoryFile = None,
 ) -> None:
     """Run a PySpark job on the cluster's Spark hosts (driver here, executors on the workers)."""
     settings = {}
@@ -57,10 +59,10 @@ def submit(
         if not sep:
             raise KafkalabError(f"--conf takes key=value (got {item!r})")
         settings[key] = value
-    sc = spark_mod.locate()
+    sc = spark_mod.locate(resolve.cluster(inventory))
     path = spark_mod.resolve_job(job)
     render.step(
-        f"submitting {path.name} to {sc.master_url} (driver here in {sc.cluster.ns}, checkpoint"
+        f"submitting {path.name} to {sc.master_url} (driver here, {sc.driver_address}; checkpoint"
         f" {sc.checkpoint(spark_mod.job_name(path))}); Ctrl-C stops it"
     )
     code = spark_mod.submit(
@@ -74,9 +76,9 @@ def submit(
 
 
 @app.command()
-def status() -> None:
+def status(inventory: InventoryFile = None) -> None:
     """The master, its workers and the running applications (from the master's /json)."""
-    sc = spark_mod.locate()
+    sc = spark_mod.locate(resolve.cluster(inventory))
     state = spark_mod.master_state(sc)
     workers = state.get("workers") or []
     apps = state.get("activeapps") or []
@@ -96,9 +98,12 @@ def status() -> None:
 
 @app.command()
 @one_command
-def reset(job: Annotated[str, typer.Argument(help="the job whose checkpoint to delete")]) -> None:
+def reset(
+    job: Annotated[str, typer.Argument(help="the job whose checkpoint to delete")],
+    inventory: InventoryFile = None,
+) -> None:
     """Forget a job's progress (its checkpoint here and on the workers)."""
-    for where in spark_mod.reset(job):
+    for where in spark_mod.reset(job, resolve.cluster(inventory)):
         render.ok(f"deleted {where}")
 
 
@@ -108,11 +113,12 @@ def check_counts(
     csv: Annotated[
         Path, typer.Option(help="the rides the producer replayed")
     ] = streaming.RIDES_CSV,
+    inventory: InventoryFile = None,
 ) -> None:
     """Compare the windowed counts in the sink with counts computed from the CSV."""
-    sc = spark_mod.locate()
+    sc = spark_mod.locate(resolve.cluster(inventory))
     rides = streaming.read_rides(csv)
-    records = netns.run_in(sc.cluster.ns, lambda: streaming.read_topic(sc.bootstrap, topic))
+    records = sc.cluster.run(lambda: streaming.read_topic(sc.bootstrap, topic))
     report = streaming.compare_counts(
         streaming.expected_counts(rides), streaming.parse_counts(records)
     )

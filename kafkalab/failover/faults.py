@@ -17,10 +17,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalab import inventory
 from kafkalab.errors import KafkalabError
 from kafkalab.failover import isolation
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.cluster import InventoryCluster
 
 DROPIN_DIR = "/run/systemd/system/kafka.service.d"
 DROPIN = f"{DROPIN_DIR}/kafkalab-fault.conf"
@@ -72,19 +71,19 @@ class Healed:
     actions: list[str]
 
 
-def _hosts(cluster: EmbeddedCluster) -> dict[str, dict[str, Any]]:
+def _hosts(cluster: InventoryCluster) -> dict[str, dict[str, Any]]:
     if not cluster.inventory_path.exists():
         raise KafkalabError("no lab here yet: run `kafkalab up`")
-    return inventory.hosts(inventory.load(cluster.inventory_path))
+    return cluster.hosts()
 
 
-def kafka_hosts(cluster: EmbeddedCluster) -> list[str]:
+def kafka_hosts(cluster: InventoryCluster) -> list[str]:
     """The cluster's hosts that run a Kafka broker or controller, in inventory order."""
     hosts = _hosts(cluster)
     return [h for h, hv in hosts.items() if any(g in KAFKA_GROUPS for g in hv["groups"])]
 
 
-def _check_kafka_host(cluster: EmbeddedCluster, host: str) -> None:
+def _check_kafka_host(cluster: InventoryCluster, host: str) -> None:
     machine = cluster.machine(host)  # raises with the known names
     if host not in kafka_hosts(cluster):
         raise KafkalabError(f"{host} runs no Kafka broker or controller; nothing to fault there")
@@ -93,7 +92,7 @@ def _check_kafka_host(cluster: EmbeddedCluster, host: str) -> None:
 
 
 def _remote(
-    cluster: EmbeddedCluster, host: str, action: str, timeout: float = 60, script: str = ""
+    cluster: InventoryCluster, host: str, action: str, timeout: float = 60, script: str = ""
 ) -> str:
     """Run `script` (default: SCRIPTS[action]) on the machine; its output, or an error that
     names the action, the host and the script's last line on stderr."""
@@ -109,37 +108,37 @@ def _remote(
     return proc.stdout
 
 
-def kill(cluster: EmbeddedCluster, host: str) -> None:
+def kill(cluster: InventoryCluster, host: str) -> None:
     """SIGKILL the broker; systemd leaves it down until `start` or `heal`."""
     _check_kafka_host(cluster, host)
     _remote(cluster, host, "kill")
 
 
-def stop(cluster: EmbeddedCluster, host: str) -> None:
+def stop(cluster: InventoryCluster, host: str) -> None:
     """Clean shutdown (SIGTERM, controlled shutdown); returns when the broker is down."""
     _check_kafka_host(cluster, host)
     _remote(cluster, host, "stop", timeout=240)  # the unit's TimeoutStopSec is 180 s
 
 
-def start(cluster: EmbeddedCluster, host: str) -> None:
+def start(cluster: InventoryCluster, host: str) -> None:
     """Start a killed or stopped broker again (returns at once; it needs a while to join)."""
     _check_kafka_host(cluster, host)
     _remote(cluster, host, "start")
 
 
-def pause(cluster: EmbeddedCluster, host: str) -> None:
+def pause(cluster: InventoryCluster, host: str) -> None:
     """SIGSTOP the broker's JVM: alive for the kernel, silent for everyone else."""
     _check_kafka_host(cluster, host)
     _remote(cluster, host, "pause")
 
 
-def resume(cluster: EmbeddedCluster, host: str) -> None:
+def resume(cluster: InventoryCluster, host: str) -> None:
     """SIGCONT a paused broker."""
     _check_kafka_host(cluster, host)
     _remote(cluster, host, "resume")
 
 
-def isolate(cluster: EmbeddedCluster, host: str) -> None:
+def isolate(cluster: InventoryCluster, host: str) -> None:
     """Cut the machine off the lab network, both directions, with nftables rules on the
     machine (kafkalab.failover.isolation); ssh to it stays open."""
     if not cluster.machine(host).running():  # raises with the known names
@@ -155,7 +154,7 @@ def isolate(cluster: EmbeddedCluster, host: str) -> None:
     _remote(cluster, host, "isolate", script=isolation.isolate_script(interface))
 
 
-def isolated(cluster: EmbeddedCluster, host: str) -> bool:
+def isolated(cluster: InventoryCluster, host: str) -> bool:
     """Whether the machine holds kafkalab's isolation table (asked over ssh); a machine
     that is not running holds none (the rules live in its kernel only)."""
     if not cluster.machine(host).running():
@@ -163,7 +162,7 @@ def isolated(cluster: EmbeddedCluster, host: str) -> bool:
     return _remote(cluster, host, "isolated", script=isolation.IS_ISOLATED).strip() == "isolated"
 
 
-def heal(cluster: EmbeddedCluster, hosts: list[str] | None = None) -> list[Healed]:
+def heal(cluster: InventoryCluster, hosts: list[str] | None = None) -> list[Healed]:
     """Undo every fault: isolation rules deleted, paused brokers resumed, stopped/killed
     ones started; one login on each machine."""
     names = hosts or [m.name for m in cluster.machines()]

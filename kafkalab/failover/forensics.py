@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka import tools
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.cluster import InventoryCluster
 
 _FIELD = re.compile(r"(\w+): (-?\d+)")
 
@@ -54,7 +54,7 @@ def parse(dump: str, offsets: Iterable[int]) -> dict[int, Writer]:
 
 
 def read_writers(
-    cluster: EmbeddedCluster, host: str, topic: str, partition: int, offsets: Iterable[int]
+    cluster: InventoryCluster, host: str, topic: str, partition: int, offsets: Iterable[int]
 ) -> dict[int, Writer]:
     """Dump the partition's segments on `host` (a broker with a replica) and parse them."""
     script = (

@@ -1,9 +1,9 @@
 """Playing a failover scenario (kafkalab.failover.scenario) against a cluster.
 
-A run checks everything it can first (`preflight`), then, in a thread inside the
-cluster's network namespace: waits until the cluster is healthy, creates a fresh topic,
-starts a recording producer (kafkalab.failover.traffic), plays the schedule
-(kafkalab.failover.schedule) while a watcher samples partition metadata
+A run checks everything it can first (`preflight`), then, in a thread where the cluster
+is reached (its network namespace, or the controller): waits until the cluster is
+healthy, creates a fresh topic, starts a recording producer (kafkalab.failover.traffic),
+plays the schedule (kafkalab.failover.schedule) while a watcher samples partition metadata
 (kafkalab.failover.watch), heals whatever is still broken, waits until the cluster is
 healthy again, reads everything back and gives the verdict (kafkalab.failover.delivery,
 .verdict; who wrote a duplicate: .forensics). Ctrl-C heals what the schedule broke, then
@@ -34,10 +34,9 @@ from kafkalab.failover.session import Session
 from kafkalab.failover.traffic import RecordingProducer, consume_to
 from kafkalab.failover.verdict import Result
 from kafkalab.failover.watch import Watcher
+from kafkalab.inventory import Layout
 from kafkalab.kafka import topics, waits
-from kafkalab.targets import netns
-from kafkalab.targets.embedded import EmbeddedCluster
-from kafkalab.topology import Topology
+from kafkalab.targets.cluster import InventoryCluster
 
 
 class Runner:
@@ -139,25 +138,25 @@ class Runner:
 
 
 def preflight(
-    cluster: EmbeddedCluster,
+    cluster: InventoryCluster,
     scenario: Scenario,
     records: int | None = None,
     rate: int | None = None,
     mode: str | None = None,
-) -> Topology:
+) -> Layout:
     """What is checked before the topic is made, the producer starts or any fault runs:
     the options, the cluster's mode and size, and every machine the schedule names."""
     check_count("--records", records, MAX_RECORDS)
     check_count("--rate", rate, MAX_RATE)
-    topo = cluster.topology()
-    if topo is None or not cluster.inventory_path.exists():
+    topo = cluster.layout()
+    if topo is None:
         raise KafkalabError("no lab here yet: run `kafkalab up`")
     if mode is not None and mode not in ("kraft", "zookeeper"):
         raise KafkalabError(f"--mode: kraft or zookeeper (got {mode!r})")
     needed = [mode] if mode else scenario.modes
     if topo.mode not in needed:
         raise KafkalabError(
-            f"scenario {scenario.name} needs a {' or '.join(needed)} lab, but lab {cluster.ns} "
+            f"scenario {scenario.name} needs a {' or '.join(needed)} lab, but lab {cluster.name} "
             f"runs {topo.mode}; nothing was changed. `kafkalab down --purge` then "
             f"`kafkalab up --mode {needed[0]}` gives one (down --purge deletes the lab's data)"
         )
@@ -173,7 +172,7 @@ def preflight(
 
 
 def run(
-    cluster: EmbeddedCluster,
+    cluster: InventoryCluster,
     scenario: Scenario,
     records: int | None = None,
     rate: int | None = None,
@@ -186,7 +185,7 @@ def run(
     stamp = datetime.now(UTC)
     result = Result(
         scenario=scenario,
-        lab=cluster.ns,
+        lab=cluster.name,
         mode=topo.mode,
         topic=f"scenario-{scenario.name}-{stamp:%Y%m%d%H%M%S}",
         started=stamp.isoformat(timespec="seconds"),
@@ -197,8 +196,8 @@ def run(
     cancel = threading.Event()
 
     def play() -> None:
-        # Every Kafka client is made here, in a thread inside the cluster's namespace: the
-        # threads librdkafka starts inherit it.
+        # Every Kafka client is made here, in a thread where the cluster is reached (inside
+        # its namespace, if it has one: the threads librdkafka starts inherit it).
         runner = Runner(Session(cluster, scenario, result, progress, cancel))
         runner.run()
         if keep_topic:
@@ -213,7 +212,7 @@ def run(
 
     def body() -> None:
         try:
-            netns.run_in(cluster.ns, play)
+            cluster.run(play)
         except BaseException as exc:
             failed.append(exc)
         finally:

@@ -1,7 +1,7 @@
 """One run of a scenario, as its parts share it: the cluster's brokers and addresses, the
 run's clock and event log, the faults in force, the watcher's history, Ctrl-C.
 
-kafkalab.failover.runner makes it (in a thread inside the cluster's network namespace)
+kafkalab.failover.runner makes it (in a thread where the cluster is reached)
 and plays the run; kafkalab.failover.schedule plays the fault schedule against it.
 """
 
@@ -11,32 +11,30 @@ import threading
 import time
 from collections.abc import Callable
 
-from kafkalab import inventory
 from kafkalab.errors import KafkalabError
 from kafkalab.failover import faults
 from kafkalab.failover.scenario import Scenario
 from kafkalab.failover.verdict import Event, Result
 from kafkalab.kafka import clients
-from kafkalab.targets import netns
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.cluster import InventoryCluster
 
 
 class Session:
     def __init__(
         self,
-        cluster: EmbeddedCluster,
+        cluster: InventoryCluster,
         scenario: Scenario,
         result: Result,
         progress: Callable[[str], None],
         cancel: threading.Event | None = None,
     ) -> None:
-        netns.require_inside(cluster.ns)
+        cluster.check_here()
         self.cancel = cancel or threading.Event()
         self.cluster = cluster
         self.scenario = scenario
         self.result = result
         self.progress = progress
-        hosts = inventory.hosts(inventory.load(cluster.inventory_path))
+        hosts = cluster.hosts()
         self.brokers: dict[int, str] = {
             hv["kafka_node_id"]: h for h, hv in hosts.items() if "kafka_broker" in hv["groups"]
         }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.cluster import InventoryCluster
 
 # The tools kafkalab and the labs start live for seconds: C1 only and the serial GC start
 # them in about half the time of the launchers' server defaults, with the same behaviour.
@@ -14,13 +14,13 @@ QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 
 
 def run(
-    cluster: EmbeddedCluster, host: str, script: str, timeout: float = 60
+    cluster: InventoryCluster, host: str, script: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
     """A shell script that runs Kafka tools on `host`, with the quick JVM settings."""
     return cluster.sh(host, f"export KAFKA_JVM_PERFORMANCE_OPTS='{QUICK_JVM}'; {script}", timeout)
 
 
-def printed(cluster: EmbeddedCluster, host: str, timeout: float = 60) -> Callable[[str], str]:
+def printed(cluster: InventoryCluster, host: str, timeout: float = 60) -> Callable[[str], str]:
     """What a script of Kafka tools prints on `host` ("" when it takes over `timeout`): how
     kafkalab.kafka.quorum runs kafka-metadata-quorum.sh."""
 

@@ -1,8 +1,9 @@
 """One lab against one running cluster: what its checks, its starting state and its
 reference solution look at and act through.
 
-Everything here runs inside the cluster's network namespace (the runner joins it first):
-Python clients directly (kafkalab.kafka.clients), Kafka's tools on machines over ssh.
+Everything here runs where the cluster is reached (the runner joins it first: its network
+namespace, or the controller): Python clients directly (kafkalab.kafka.clients), Kafka's
+tools on machines over ssh.
 """
 
 from __future__ import annotations
@@ -16,19 +17,19 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafkalab.errors import KafkalabError
+from kafkalab.inventory import Layout
 from kafkalab.kafka import clients, quorum, tools, topics
 from kafkalab.kafka.topics import Consumed
 from kafkalab.labs.definition import Lab
-from kafkalab.targets.embedded import EmbeddedCluster
-from kafkalab.topology import Topology
+from kafkalab.targets.cluster import InventoryCluster
 
 
 @dataclass
 class LabContext:
     """One lab against one running cluster."""
 
-    cluster: EmbeddedCluster
-    topo: Topology
+    cluster: InventoryCluster
+    topo: Layout
     lab: Lab
     workdir: Path
     baseline: dict[str, Any] = field(default_factory=dict)

@@ -1,15 +1,16 @@
 """Running labs: `kafkalab lab ...` calls one function here each (list, start, reset,
-check, solve).
+check, solve), on the cluster the command chose (kafkalab.targets.resolve).
 
-The process joins the cluster's network namespace first (`netns.enter`), so the Python
-clients, the tools over ssh and the lab's own scripts all reach the machines; Ctrl-C still
-stops everything it started.
+The process joins the cluster first (`InventoryCluster.join`: its network namespace, or
+the controller for an inventory without one), so the Python clients, the tools over ssh
+and the lab's own scripts all reach the machines; Ctrl-C still stops everything it started.
 """
 
 from __future__ import annotations
 
 from kafkalab import render
 from kafkalab.errors import KafkalabError
+from kafkalab.inventory import Layout
 from kafkalab.labs import catalog, checks
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import Lab
@@ -17,14 +18,12 @@ from kafkalab.labs.prepare import prepare
 from kafkalab.labs.progress import Progress
 from kafkalab.labs.solver import Solver
 from kafkalab.paths import repo_root
-from kafkalab.targets import netns
-from kafkalab.targets.embedded import EmbeddedCluster
-from kafkalab.topology import Topology
+from kafkalab.targets.cluster import InventoryCluster
 
 # -- the cluster a lab runs on -------------------------------------------------------------
 
 
-def require(topo: Topology | None, lab: Lab) -> Topology:
+def require(topo: Layout | None, lab: Lab) -> Layout:
     """Refuse, before anything runs, a cluster the lab cannot run on."""
     needs = lab.spec.needs
     name = f"lab {lab.id} ({lab.title})"
@@ -62,25 +61,22 @@ def require(topo: Topology | None, lab: Lab) -> Topology:
     return topo
 
 
-def context(lab: Lab, cluster: EmbeddedCluster | None = None) -> LabContext:
-    """The lab against the cluster here, with this process inside the cluster's network."""
-    cluster = cluster or EmbeddedCluster()
-    topo = require(cluster.topology(), lab)
-    if not netns.exists(cluster.ns):
-        raise KafkalabError(f"the lab network {cluster.ns} is gone: run `kafkalab up`")
+def context(lab: Lab, cluster: InventoryCluster) -> LabContext:
+    """The lab against the cluster, with this process where the cluster is reached."""
+    topo = require(cluster.layout(), lab)
     progress = Progress(cluster.state)
     baseline = progress.get(lab).get("baseline", {})
     ctx = LabContext(cluster, topo, lab, progress.workdir(lab), baseline)
-    netns.enter(cluster.ns)
+    cluster.join()
     return ctx
 
 
 # -- list, start, reset -------------------------------------------------------------------------
 
 
-def rows() -> list[tuple[str, str, str, str, str]]:
-    """One row per lab: number, title, modes, brokers, the learner's state."""
-    progress = Progress()
+def rows(cluster: InventoryCluster) -> list[tuple[str, str, str, str, str]]:
+    """One row per lab: number, title, modes, brokers, the learner's state on `cluster`."""
+    progress = Progress(cluster.state)
     out = []
     for lab in catalog.discover():
         if isinstance(lab, KafkalabError):
@@ -93,9 +89,9 @@ def rows() -> list[tuple[str, str, str, str, str]]:
     return out
 
 
-def start(ref: str) -> None:
+def start(ref: str, cluster: InventoryCluster) -> None:
     lab = catalog.find(ref)
-    ctx = context(lab)
+    ctx = context(lab, cluster)
     render.step(f"lab {lab.id}: {lab.title} — preparing the starting state")
     seconds = prepare(ctx)
     render.ok(f"lab {lab.id} is ready ({seconds:.1f}s). Goal: {lab.spec.goal}")
@@ -103,9 +99,9 @@ def start(ref: str) -> None:
     render.step(f"when done: kafkalab lab check {lab.id}  (stuck? kafkalab lab solve {lab.id})")
 
 
-def reset(ref: str) -> None:
+def reset(ref: str, cluster: InventoryCluster) -> None:
     lab = catalog.find(ref)
-    ctx = context(lab)
+    ctx = context(lab, cluster)
     seconds = prepare(ctx)
     render.ok(f"lab {lab.id} is back at its starting state ({seconds:.1f}s)")
 
@@ -113,9 +109,9 @@ def reset(ref: str) -> None:
 # -- check and solve -----------------------------------------------------------------------
 
 
-def check(ref: str) -> bool:
+def check(ref: str, cluster: InventoryCluster) -> bool:
     lab = catalog.find(ref)
-    return _check(context(lab))
+    return _check(context(lab, cluster))
 
 
 def _check(ctx: LabContext) -> bool:
@@ -148,9 +144,9 @@ def _check(ctx: LabContext) -> bool:
     return True
 
 
-def solve(ref: str, from_start: bool = True) -> bool:
+def solve(ref: str, cluster: InventoryCluster, from_start: bool = True) -> bool:
     lab = catalog.find(ref)
-    ctx = context(lab)
+    ctx = context(lab, cluster)
     if from_start:
         render.step(f"lab {lab.id}: {lab.title} — back to the starting state first")
         prepare(ctx)

@@ -1,6 +1,6 @@
 """A lab's reference solution, run step by step like a learner would type it: each command
 printed with where it runs, then its output; background steps, waits, checks polled until
-they pass. Runs inside the cluster's network namespace (kafkalab.labs.runner joins it).
+they pass. Runs where the cluster is reached (kafkalab.labs.runner joins it).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from kafkalab.labs import checks
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import PLACEHOLDER, LabStep
 from kafkalab.paths import repo_root
-from kafkalab.targets import netns
 
 UNTIL_TICK = 2.0  # seconds between two looks of an `until` step
 
@@ -123,7 +122,14 @@ class Solver:
             self._verdict(step, done.returncode)
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, "PYTHONUNBUFFERED": "1", **self.ctx.lab.spec.env}
+        # A lab's scripts take their brokers and work dir from here: on the controller of a
+        # cluster without a namespace, kafka1 does not resolve.
+        where = {
+            "KAFKALAB_BOOTSTRAP": self.ctx.bootstrap,
+            "KAFKALAB_LAB_DIR": str(self.ctx.workdir),
+        }
+        env = {**os.environ, **self.ctx.cluster.env(), **where, **self.ctx.lab.spec.env}
+        return {**env, "PYTHONUNBUFFERED": "1"}
 
     def _command(self, step: LabStep) -> tuple[list[str], str, str]:
         if step.python:
@@ -132,8 +138,9 @@ class Solver:
             path = self.ctx.lab.path / script
             shown = f".venv/bin/python {path.relative_to(repo_root())}"
             shown += (" " + shlex.join(args)) if args else ""
-            # as from `kafkalab shell`: in the lab network, with its /etc/hosts (kafka1 resolves)
-            argv = netns.wrap(self.ctx.cluster.ns, [sys.executable, str(path), *args])
+            # as from `kafkalab shell`: where the cluster is reached (in an embedded cluster's
+            # network, with its /etc/hosts: kafka1 resolves)
+            argv = self.ctx.cluster.wrap([sys.executable, str(path), *args])
             return argv, "(kafkalab shell)", shown
         assert step.run is not None
         host = self.resolve(step.machine or self.ctx.lab.spec.host)

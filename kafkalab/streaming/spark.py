@@ -1,7 +1,8 @@
 """PySpark jobs on the cluster's Spark hosts (a Spark standalone cluster), submitted from the
 controller side.
 
-The driver runs here, in the cluster's network namespace, with this environment's Python (so a
+The driver runs here, where the cluster is reached (its network namespace, or the
+controller for an inventory without one), with this environment's Python (so a
 job can import confluent-kafka and kafkalab), on the Spark build the cluster runs (the
 cached tarball, unpacked once: same jars, same Kafka connector). Executors run on the
 spark_worker machines. This is client deploy mode: Spark's standalone cluster mode does
@@ -10,7 +11,8 @@ Ctrl-C and its exit code on the learner's terminal.
 
 Checkpoints: the driver writes offsets and commits, executors write the state of
 aggregations. Without a shared filesystem both sides use the same local path,
-/var/tmp/kafkalab-<netns>/checkpoints/<job> (writable by root here and by the spark user
+/var/tmp/kafkalab-<cluster name>/checkpoints/<job> (the name is the embedded cluster's
+namespace; writable by root here and by the spark user
 on the machines, and kept across reboots); a restarted job finds its offsets here and its
 state on the worker. With more than one worker, state may land on any of them: give
 the jobs a shared checkpoint filesystem first.
@@ -34,8 +36,8 @@ from typing import Any
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import INTERRUPTS, KafkalabError
 from kafkalab.paths import repo_root
-from kafkalab.targets import netns
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets import resolve
+from kafkalab.targets.cluster import InventoryCluster
 
 MASTER_PORT = 7077
 MASTER_WEBUI_PORT = 8080
@@ -73,7 +75,7 @@ logger.kafka.level = error
 class SparkCluster:
     """Where a cluster's Spark and Kafka are, as a driver on the controller side sees them."""
 
-    cluster: EmbeddedCluster  # the cluster the Spark hosts are part of
+    cluster: InventoryCluster  # the cluster the Spark hosts are part of
     master_host: str
     master_address: str
     driver_address: str
@@ -90,7 +92,7 @@ class SparkCluster:
 
     @property
     def checkpoint_root(self) -> str:
-        return f"{checkpoint_root(self.cluster.ns)}/checkpoints"
+        return f"{checkpoint_root(self.cluster.name)}/checkpoints"
 
     def checkpoint(self, job: str) -> str:
         """A job's checkpoint folder, by the job's name (job_name)."""
@@ -99,10 +101,12 @@ class SparkCluster:
         return f"{self.checkpoint_root}/{job}"
 
 
-def locate(cluster: EmbeddedCluster | None = None) -> SparkCluster:
-    """The Spark hosts of this cluster; a clear error when it has none."""
-    cluster = cluster or EmbeddedCluster()
-    topo = cluster.topology()
+def locate(cluster: InventoryCluster | None = None) -> SparkCluster:
+    """The Spark hosts of this cluster (by default the one kafkalab.targets.resolve picks:
+    KAFKALAB_INVENTORY, a Vagrant lab up here, the embedded one); a clear error when it
+    has none."""
+    cluster = cluster or resolve.cluster()
+    topo = cluster.layout()
     if topo is None:
         raise KafkalabError("no lab here yet: run `kafkalab up --with spark`")
     machines = topo.machines()
@@ -117,7 +121,7 @@ def locate(cluster: EmbeddedCluster | None = None) -> SparkCluster:
         cluster=cluster,
         master_host=masters[0].name,
         master_address=masters[0].address,
-        driver_address=topo.gateway().split("/")[0],
+        driver_address=cluster.controller_address(masters[0].address),
         bootstrap=",".join(f"{m.address}:9092" for m in brokers),
         workers=[m.name for m in machines if "spark_worker" in m.groups],
     )
@@ -184,7 +188,7 @@ def submit_command(
     )
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYSPARK_DRIVER_PYTHON", None)
-    return netns.wrap(sc.cluster.ns, cmd), env
+    return sc.cluster.wrap(cmd), env
 
 
 def resolve_job(job: str | Path) -> Path:
@@ -204,7 +208,7 @@ def submit(
     job: str | Path,
     args: list[str] | None = None,
     *,
-    cluster: EmbeddedCluster | None = None,
+    cluster: InventoryCluster | None = None,
     conf: dict[str, str] | None = None,
     stop_after: float | None = None,
     output: Path | None = None,
@@ -241,7 +245,7 @@ def start(
     job: str | Path,
     args: list[str] | None = None,
     *,
-    cluster: EmbeddedCluster | None = None,
+    cluster: InventoryCluster | None = None,
     conf: dict[str, str] | None = None,
     output: Path | None = None,
 ) -> subprocess.Popen[bytes]:
@@ -273,7 +277,7 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
         proc.wait(10)
 
 
-def reset(job: str | Path, cluster: EmbeddedCluster | None = None) -> list[str]:
+def reset(job: str | Path, cluster: InventoryCluster | None = None) -> list[str]:
     """Forget a job's progress: delete its checkpoint here and on every worker."""
     sc = locate(cluster)
     name = job_name(resolve_job(job))
@@ -282,7 +286,7 @@ def reset(job: str | Path, cluster: EmbeddedCluster | None = None) -> list[str]:
     here = Path(path)
     if here.exists() or here.is_symlink():
         # /var/tmp is anyone's: delete nothing unless every folder from there down is ours.
-        root = checkpoint_root(sc.cluster.ns)
+        root = checkpoint_root(sc.cluster.name)
         if (why := _not_ours(here, root.parent)) is not None:
             raise KafkalabError(
                 f"not deleting {here}: it leads through a link or a folder not only yours "
@@ -309,13 +313,12 @@ def remove_command(sc: SparkCluster, worker: str, path: str) -> list[str]:
     return sc.cluster.login_command(worker, ["sudo", "rm", "-rf", "--", path])
 
 
-def checkpoint_root(ns: str) -> Path:
-    """The controller side's checkpoints of a cluster's jobs (its machines keep theirs)."""
-    if not _NS_NAME.fullmatch(ns):
-        raise KafkalabError(
-            f"network namespace name {ns!r}: use letters, digits, `_`, `.` and `-` only"
-        )
-    path = Path(f"/var/tmp/kafkalab-{ns}")
+def checkpoint_root(name: str) -> Path:
+    """The controller side's checkpoints of a cluster's jobs (its machines keep theirs), by
+    the cluster's name (an embedded cluster's: its network namespace)."""
+    if not _NS_NAME.fullmatch(name):
+        raise KafkalabError(f"cluster name {name!r}: use letters, digits, `_`, `.` and `-` only")
+    path = Path(f"/var/tmp/kafkalab-{name}")
     if path.parent != Path("/var/tmp"):  # the pattern already makes sure; deletions trust it
         raise KafkalabError(f"internal: checkpoint folder {path} is not in /var/tmp")
     return path
@@ -352,4 +355,4 @@ def master_state(sc: SparkCluster, timeout: float = 10) -> dict[str, Any]:
             data: dict[str, Any] = json.load(resp)
             return data
 
-    return netns.run_in(sc.cluster.ns, fetch)
+    return sc.cluster.run(fetch)

@@ -1,22 +1,22 @@
 """The embedded target: a cluster of nspawn machines in kafkalab's own network namespace.
 
-What boots a machine is kafkalab.targets.machines (and .boot, .rootfs), the network
-.netns, how kafkalab reaches a machine .ssh, the state dir .statedir; this module puts
-them together for `up`, `down` and whoever needs a machine of the cluster.
+It is an inventory cluster (kafkalab.targets.cluster: its generated inventory, reached in
+its namespace) plus machine control. What boots a machine is kafkalab.targets.machines
+(and .boot, .rootfs), the network .netns, the state dir .statedir; this module puts them
+together for `up`, `down`, `start_machines` and whoever needs a machine of the cluster.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-import shlex
 import shutil
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -27,6 +27,7 @@ from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
 from kafkalab.targets import boot, image, netns, provision, ssh, statedir
+from kafkalab.targets.cluster import InventoryCluster
 from kafkalab.targets.machines import EmbeddedMachine, stop_all, wait_ssh
 from kafkalab.topology import Topology
 
@@ -41,8 +42,11 @@ class UpResult:
     recap: provision.Recap
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(InventoryCluster):
     """One cluster: its state dir, namespace, machines and generated inventory."""
+
+    kind = "embedded"
+    ns: str
 
     def __init__(self, state: Path | None = None) -> None:
         self.state = state or state_dir()
@@ -51,7 +55,8 @@ class EmbeddedCluster:
         except statedir.StateDamaged:
             saved = {}  # said by every use of the cluster but `down --purge`, the way out
         env = os.environ.get("KAFKALAB_NETNS")
-        self.ns: str = netns.check_name(env) if env else saved.get("netns") or "kafkalab"
+        ns: str = netns.check_name(env) if env else saved.get("netns") or "kafkalab"
+        super().__init__(self.state / "inventory" / "hosts.yml", ns, self.state)
         # `up` decides (it made the namespace, or the saved cluster says it did); `_save`
         # records the claim in the namespace's own marker, which is what `down` trusts.
         self._owns_ns: bool = saved.get("owns_netns", False)
@@ -59,8 +64,15 @@ class EmbeddedCluster:
     # -- state --------------------------------------------------------------------------
 
     @property
-    def inventory_path(self) -> Path:
-        return self.state / "inventory" / "hosts.yml"
+    def where(self) -> str:
+        return self.ns
+
+    @property
+    def name(self) -> str:
+        return self.ns
+
+    def env(self) -> dict[str, str]:
+        return {"KAFKALAB_STATE": str(self.state), "KAFKALAB_NETNS": self.ns}
 
     @property
     def key(self) -> Path:
@@ -85,6 +97,10 @@ class EmbeddedCluster:
             why = validation_line(exc, whole="topology")
             raise statedir.damaged(self.state / "lab.json", why) from None
 
+    def layout(self) -> inventory.Layout | None:
+        self._saved()  # a damaged lab.json is said first, with the way out
+        return super().layout()
+
     def machines(self, topo: Topology | None = None) -> list[EmbeddedMachine]:
         topo = topo or self.topology()
         if topo is None:
@@ -95,11 +111,18 @@ class EmbeddedCluster:
         ]
 
     def machine(self, name: str) -> EmbeddedMachine:
-        for m in self.machines():
-            if m.name == name:
-                return m
-        known = ", ".join(m.name for m in self.machines()) or "none (run `kafkalab up`)"
-        raise KafkalabError(f"no machine named {name!r} in this lab; machines: {known}")
+        return cast(EmbeddedMachine, super().machine(name))  # one of machines()
+
+    def controller_address(self, toward: str) -> str:
+        """The controller side's address on the cluster's bridge."""
+        topo = self.topology()
+        if topo is None:
+            raise KafkalabError("no lab here yet: run `kafkalab up`")
+        return topo.gateway().split("/")[0]
+
+    def boot_state(self, name: str) -> boot.BootState:
+        machine = self.machine(name)
+        return boot.state(machine, timeout=10) if machine.running() else boot.BootState("stopped")
 
     def check_compatible(self, topo: Topology) -> None:
         """Refuse, before anything is touched, a change that would need new storage, change
@@ -170,6 +193,7 @@ class EmbeddedCluster:
             archives=extra_archives,
         )
         inventory.write(data, self.inventory_path)
+        self._hosts = None  # read again: the inventory may have changed
         if not provision_hosts:
             return UpResult(0, time.monotonic() - start, provision.Recap())
         progress("provisioning with ansible/site.yml (first run: a few minutes)")
@@ -369,25 +393,3 @@ class EmbeddedCluster:
             return False
         netns.claim(self.ns, self.state)
         return True
-
-    # -- reaching machines ----------------------------------------------------------------
-
-    def login_command(self, name: str, command: list[str]) -> list[str]:
-        """Run `command` on a machine in a login shell (Kafka tools on PATH, LOG_DIR set)."""
-        return self.ssh_command(name, ["bash", "-lc", shlex.join(command)])
-
-    def sh(self, name: str, script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        """A shell script on a machine, in a login shell, its output captured (raises
-        subprocess.TimeoutExpired after `timeout` seconds)."""
-        return subprocess.run(
-            self.login_command(name, ["bash", "-c", script]),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-
-    def ssh_command(self, name: str, command: list[str], tty: bool = False) -> list[str]:
-        """An ssh call to a machine, run inside the cluster's namespace."""
-        address = self.machine(name).address
-        return ssh.command(self.ns, self.key, self.control_dir, address, command, tty)

@@ -244,11 +244,25 @@ def _inode_here() -> int:
     return os.stat("/proc/thread-self/ns/net").st_ino
 
 
+_CONTROLLER = threading.Event()
+
+
+def reach_from_controller() -> None:
+    """This process talks to a cluster without a namespace of its own, whose addresses the
+    controller reaches (VMs' private network, your own hosts, a static inventory run from
+    inside a namespace): Kafka clients may be made here (kafkalab.targets.cluster)."""
+    _CONTROLLER.set()
+
+
 def require_inside(ns: str | None = None) -> None:
     """Refuse to go on from a thread outside the cluster's network namespace (`ns`, or any
-    namespace kafkalab named). Cluster addresses exist only in there; from the host's
-    namespace they would be someone else's private addresses: never send a byte there.
-    Every Kafka client kafkalab makes is made after this check (kafkalab.kafka.clients)."""
+    namespace kafkalab named), unless the process talks to a cluster reached from here
+    (`reach_from_controller`). An embedded cluster's addresses exist only in its namespace;
+    from the host's namespace they would be someone else's private addresses: never send a
+    byte there. Every Kafka client kafkalab makes is made after this check
+    (kafkalab.kafka.clients)."""
+    if ns is None and _CONTROLLER.is_set():
+        return
     try:
         here: int | None = _inode_here()
     except OSError:

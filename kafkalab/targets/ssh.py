@@ -1,8 +1,9 @@
-"""How kafkalab reaches a machine of a cluster: ssh as vagrant, inside the cluster's network
-namespace, over connections shared by this cluster only (its own socket directory).
+"""How kafkalab reaches a machine of a cluster: ssh as its inventory says Ansible does
+(`from_vars`), where the cluster's addresses are reachable, over connections shared by
+this cluster only (its own socket directory); the embedded machines' login probe.
 
-Every cluster uses the same addresses in its own namespace, so ssh connection sharing
-must never cross clusters: each has its sockets under a directory of its own.
+Every embedded cluster uses the same addresses in its own namespace, so ssh connection
+sharing must never cross clusters: each has its sockets under a directory of its own.
 """
 
 from __future__ import annotations
@@ -19,20 +20,24 @@ from typing import Any
 from kafkalab.errors import KafkalabError
 from kafkalab.targets import netns
 
-SSH_ARGS = (
-    "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
-    "-o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
-)
+# What every ssh of kafkalab's adds after the inventory's own options (ssh keeps the first
+# value it is given): quiet, bounded waits.
+QUIET = "-o LogLevel=ERROR -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
+SSH_ARGS = f"-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null {QUIET}"
+# ansible/ansible.cfg says host_key_checking = False: kafkalab's own ssh does as its Ansible.
+HOST_KEYS = "-o StrictHostKeyChecking=no"
 
 
-def control_dir(state: Path) -> Path:
-    """The cluster's ssh connection-sharing sockets (never shared with another cluster).
+def control_dir(owner: Path | str) -> Path:
+    """A cluster's ssh connection-sharing sockets (never shared with another cluster):
+    `owner` is its state dir, or what names it (its inventory and namespace).
 
     Unix socket paths are limited to 108 bytes and ssh appends a 40-character hash
     plus a random suffix, so the sockets live under a short per-user /tmp directory
-    keyed by a hash of the cluster's state path, not inside the (possibly deep) state dir.
+    keyed by a hash of the owner, not inside the (possibly deep) state dir.
     """
-    digest = hashlib.sha1(str(state.resolve()).encode()).hexdigest()[:12]
+    key = str(owner.resolve()) if isinstance(owner, Path) else owner
+    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
     base = Path(tempfile.gettempdir()) / f"kafkalab-{os.getuid()}"
     base.mkdir(mode=0o700, exist_ok=True)
     if base.stat().st_uid != os.getuid() or base.stat().st_mode & 0o077:
@@ -53,16 +58,28 @@ def ansible_vars(key: Path, sockets: Path) -> dict[str, Any]:
     }
 
 
-def command(
-    ns: str, key: Path, sockets: Path, address: str, words: list[str], tty: bool = False
+def from_vars(
+    name: str, hv: dict[str, str], sockets: Path, words: list[str], tty: bool = False
 ) -> list[str]:
-    """An ssh call to a machine, run inside the cluster's namespace."""
-    cmd = ["ssh", *SSH_ARGS.split(), "-i", str(key), "-o", "ControlMaster=auto"]
-    cmd += ["-o", "ControlPersist=30s", "-o", f"ControlPath={sockets}/%C"]
+    """An ssh call to inventory host `name` with its connection variables (`hv`:
+    ansible_host, ansible_port, ansible_user, ansible_ssh_private_key_file,
+    ansible_ssh_common_args, ansible_ssh_extra_args), sharing connections in `sockets`.
+    The inventory's options come first, so they win over kafkalab's (ssh keeps the first)."""
+    cmd = ["ssh"]
+    for key in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
+        cmd += shlex.split(hv.get(key, ""))
+    cmd += [*HOST_KEYS.split(), *QUIET.split()]
+    if "ansible_ssh_private_key_file" in hv:
+        cmd += ["-i", str(Path(hv["ansible_ssh_private_key_file"]).expanduser())]
+    if "ansible_port" in hv:
+        cmd += ["-p", hv["ansible_port"]]
+    cmd += ["-o", "ControlMaster=auto", "-o", "ControlPersist=30s"]
+    cmd += ["-o", f"ControlPath={sockets}/%C"]
     cmd += ["-t"] if tty else ["-T"]
+    host = hv.get("ansible_host", name)
+    user = hv.get("ansible_user")
     # ssh joins its words for the remote shell to split again: quote each one.
-    cmd += [f"vagrant@{address}", "--", shlex.join(words)]
-    return netns.wrap(ns, cmd)
+    return [*cmd, f"{user}@{host}" if user else host, "--", shlex.join(words)]
 
 
 def login_probe(ns: str, key: Path, address: str) -> list[str]:

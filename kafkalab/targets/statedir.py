@@ -308,10 +308,14 @@ def exclusive(state: Path) -> Iterator[None]:
 
 
 def one_command(fn: Callable[P, R]) -> Callable[P, R]:
-    """A CLI command that changes the cluster: it runs under `exclusive(state_dir())`."""
+    """A CLI command that changes the cluster: it runs under `exclusive(state_dir())`. One
+    given an inventory (`-i`, KAFKALAB_INVENTORY) changes that cluster, not the embedded
+    one: it leaves the embedded state dir alone."""
 
     @wraps(fn)
     def command(*args: P.args, **kwargs: P.kwargs) -> R:
+        if kwargs.get("inventory") is not None or os.environ.get("KAFKALAB_INVENTORY"):
+            return fn(*args, **kwargs)
         with exclusive(state_dir()):
             return fn(*args, **kwargs)
 

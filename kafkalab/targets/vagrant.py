@@ -1,4 +1,5 @@
-"""Vagrant VMs on libvirt inside a network namespace of their own (VM tests, bench).
+"""Vagrant VMs on libvirt inside a network namespace of their own (VM tests, bench), and
+which folder's Vagrant lab is up (`running_inventory`: kafkalab's commands talk to it).
 
 libvirtd and virtlogd run inside namespace `klvm` (no uplink, no NAT, no default
 route): the libvirt networks and bridges Vagrant creates exist only there, and so does
@@ -12,11 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +272,43 @@ def write_inventory(data: dict[str, Any], path: Path) -> Path:
     text = "# Generated from Vagrant's inventory (kafkalab/vagrant.py): do not edit.\n"
     path.write_text(text + yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+# -- the Vagrant lab of a folder --------------------------------------------------------
+
+# A machine line of the inventory Vagrant writes: `kafka1 ansible_host=... ansible_port=...`.
+_MACHINE_LINE = re.compile(r"^(\S+)\s.*\bansible_host=(\S+)\s.*\bansible_port=(\d+)")
+
+
+def running_inventory(start: Path, timeout: float = 1.0) -> Path | None:
+    """The inventory of the Vagrant lab that is up where `start` is (the folder of the
+    Vagrantfile vagrant would use there: `start` or the nearest folder above it with one),
+    else None. Up: Vagrant wrote its inventory, every machine in it still exists
+    (.vagrant/machines/<name>/<provider>/id; `vagrant destroy` removes it) and answers on
+    its ssh port within `timeout` (a halted machine does not): no `vagrant status`."""
+    here = Path(os.environ.get("VAGRANT_CWD") or start).absolute()
+    folder = next((d for d in (here, *here.parents) if (d / "Vagrantfile").is_file()), None)
+    if folder is None:
+        return None
+    dotdir = folder / Path(os.environ.get("VAGRANT_DOTFILE_PATH") or ".vagrant").expanduser()
+    found = dotdir / GENERATED_INVENTORY
+    try:
+        lines = found.read_text().splitlines()
+    except OSError:
+        return None
+    machines = [(m[1], m[2], int(m[3])) for line in lines if (m := _MACHINE_LINE.match(line))]
+    if not machines or not all(
+        any((dotdir / "machines" / n).glob("*/id")) for n, _h, _p in machines
+    ):
+        return None
+    with ThreadPoolExecutor(max_workers=len(machines)) as pool:
+        answers = pool.map(lambda m: _answers(m[1], m[2], timeout), machines)
+    return found if all(answers) else None
+
+
+def _answers(host: str, port: int, timeout: float) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False

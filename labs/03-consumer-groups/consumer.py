@@ -10,6 +10,7 @@ each record. Ctrl-C (or --seconds, --idle) ends it; closing commits the offsets 
 """
 
 import argparse
+import os
 import time
 
 from confluent_kafka import Consumer
@@ -17,7 +18,11 @@ from confluent_kafka import Consumer
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", default="kafka1:9092", help="bootstrap.servers")
+    parser.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KAFKALAB_BOOTSTRAP", "kafka1:9092"),
+        help="bootstrap.servers (default: $KAFKALAB_BOOTSTRAP, else kafka1:9092)",
+    )
     parser.add_argument("--topic", default="orders")
     parser.add_argument("--group", required=True, help="group.id")
     parser.add_argument("--name", default="consumer", help="a name for this member's lines")
@@ -69,8 +74,11 @@ def main() -> None:
             count += 1
             last = now
             key = msg.key().decode() if msg.key() else None
-            print(f"{me} partition {msg.partition()} offset {msg.offset()}: "
-                  f"{key} {msg.value().decode()}", flush=True)
+            print(
+                f"{me} partition {msg.partition()} offset {msg.offset()}: "
+                f"{key} {msg.value().decode()}",
+                flush=True,
+            )
     except KeyboardInterrupt:
         pass
     finally:

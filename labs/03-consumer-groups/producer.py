@@ -10,6 +10,7 @@ with the same key go to the same partition.
 """
 
 import argparse
+import os
 import time
 
 from confluent_kafka import Producer
@@ -17,7 +18,11 @@ from confluent_kafka import Producer
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap", default="kafka1:9092", help="bootstrap.servers")
+    parser.add_argument(
+        "--bootstrap",
+        default=os.environ.get("KAFKALAB_BOOTSTRAP", "kafka1:9092"),
+        help="bootstrap.servers (default: $KAFKALAB_BOOTSTRAP, else kafka1:9092)",
+    )
     parser.add_argument("--topic", default="orders")
     parser.add_argument("--count", type=int, default=20, help="how many records")
     parser.add_argument("--key", help="one key for all records (default: customer-0..5)")

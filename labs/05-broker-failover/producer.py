@@ -19,7 +19,10 @@ from confluent_kafka import Producer
 
 
 def default_acked() -> Path:
-    """<lab state dir>/labs/05-broker-failover/acked.txt (KAFKALAB_STATE, else .kafkalab)."""
+    """acked.txt in the lab's work dir: KAFKALAB_LAB_DIR (`lab solve` sets it), else
+    <lab state dir>/labs/05-broker-failover/ (KAFKALAB_STATE, else .kafkalab)."""
+    if os.environ.get("KAFKALAB_LAB_DIR"):
+        return Path(os.environ["KAFKALAB_LAB_DIR"]) / "acked.txt"
     lab = Path(__file__).resolve().parent
     state = os.environ.get("KAFKALAB_STATE") or lab.parent.parent / ".kafkalab"
     return Path(state).expanduser().resolve() / "labs" / lab.name / "acked.txt"
@@ -28,7 +31,9 @@ def default_acked() -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--bootstrap", default="kafka1:9092,kafka2:9092,kafka3:9092", help="bootstrap.servers"
+        "--bootstrap",
+        default=os.environ.get("KAFKALAB_BOOTSTRAP", "kafka1:9092,kafka2:9092,kafka3:9092"),
+        help="bootstrap.servers (default: $KAFKALAB_BOOTSTRAP, else kafka1..3:9092)",
     )
     parser.add_argument("--topic", default="ledger")
     parser.add_argument("--seconds", type=float, default=40, help="how long to produce")
@@ -63,18 +68,24 @@ def main() -> None:
         next_report = start + 2
         while (now := time.monotonic()) - start < args.seconds:
             while sent < (now - start) * args.rate:
-                producer.produce(args.topic, key=str(sent), value=f"{run}-{sent}",
-                                 on_delivery=delivered)
+                producer.produce(
+                    args.topic, key=str(sent), value=f"{run}-{sent}", on_delivery=delivered
+                )
                 sent += 1
             producer.poll(0.05)
             if now >= next_report:
                 waiting = sent - stats["acked"] - stats["failed"]
-                print(f"{now - start:4.0f}s sent {sent:5d}  acknowledged {stats['acked']:5d}  "
-                      f"waiting {waiting:4d}  failed {stats['failed']}", flush=True)
+                print(
+                    f"{now - start:4.0f}s sent {sent:5d}  acknowledged {stats['acked']:5d}  "
+                    f"waiting {waiting:4d}  failed {stats['failed']}",
+                    flush=True,
+                )
                 next_report += 2
         left = producer.flush(120)
-    print(f"done: sent {sent}, acknowledged {stats['acked']}, failed {stats['failed']}, "
-          f"unknown {left}; acknowledged records noted in {args.acked}")
+    print(
+        f"done: sent {sent}, acknowledged {stats['acked']}, failed {stats['failed']}, "
+        f"unknown {left}; acknowledged records noted in {args.acked}"
+    )
 
 
 if __name__ == "__main__":

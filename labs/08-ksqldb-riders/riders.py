@@ -22,7 +22,8 @@ import time
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming.ksqldb_client import KsqlClient
-from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets import resolve
+from kafkalab.targets.cluster import InventoryCluster
 
 CREATE_STREAM = """
     CREATE STREAM rider_locations (profileId VARCHAR, latitude DOUBLE, longitude DOUBLE)
@@ -70,9 +71,10 @@ DROP = [
 ]
 
 
-def server_url(cluster: EmbeddedCluster | None = None) -> str:
-    """The cluster's ksqlDB REST endpoint; a clear error when it has none."""
-    topo = (cluster or EmbeddedCluster()).topology()
+def server_url(cluster: InventoryCluster | None = None) -> str:
+    """The cluster's ksqlDB REST endpoint (by default the cluster kafkalab.targets.resolve
+    picks, as `lab solve` names it); a clear error when it has none."""
+    topo = (cluster or resolve.cluster()).layout()
     hosts = [m for m in (topo.machines() if topo else []) if "ksqldb" in m.groups]
     if hosts:
         return f"http://{hosts[0].address}:8088"

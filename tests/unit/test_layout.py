@@ -140,3 +140,10 @@ def test_unit_tests_mirror_the_package():
     inside = {path.stem for path in PACKAGE.glob("*/**/*.py")} - {"__init__"}
     top = {path.stem.removeprefix("test_") for path in tests.glob("test_*.py")}
     assert sorted(top & inside) == []
+
+
+def test_only_the_cli_and_the_resolver_know_the_embedded_target():
+    """Labs, faults, scenarios, Spark, status and doctor work on any inventory cluster
+    (kafkalab.targets.cluster): none of them imports the embedded target (issue 12)."""
+    users = sorted(m for m, used in graph().items() if "kafkalab.targets.embedded" in used)
+    assert users == ["kafkalab.cli.cluster", "kafkalab.targets.resolve"]

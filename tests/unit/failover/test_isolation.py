@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,6 +149,10 @@ class FakeCluster:
             (self.bin / name).chmod(0o755)
         self.env = {"PATH": f"{self.bin}:/usr/bin:/bin", "FAKE": str(tmp_path)}
         self.fake = tmp_path
+
+    def hosts(self) -> dict[str, dict[str, Any]]:
+        """Its hosts with their merged variables, as an InventoryCluster gives them."""
+        return inventory.hosts(inventory.load(self.inventory_path))
 
     def machines(self) -> list[Machine]:
         return [Machine(n, n not in self.stopped) for n in ("kafka1", "kafka2", "kafka3", "spark1")]

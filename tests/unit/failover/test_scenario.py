@@ -89,13 +89,17 @@ def test_shipped_scenarios_fit_the_default_lab(s):
 class FakeLab:
     """What runner.preflight asks of a cluster, with machines that all run."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        self.ns = "klfake"
+    def __init__(self, tmp_path: Path, started: list[Any] | None = None) -> None:
+        self.name = "klfake"
         self.inventory_path = tmp_path / "hosts.yml"
         self.inventory_path.write_text("{}\n")
+        self.started = [] if started is None else started
 
-    def topology(self) -> Topology:
+    def layout(self) -> Topology:
         return LAB
+
+    def run(self, fn: Any) -> None:
+        self.started.append(fn)
 
     def machines(self) -> list[Any]:
         return [SimpleNamespace(name=n, running=lambda: True) for n in MACHINES]
@@ -107,10 +111,9 @@ def test_a_run_with_an_unknown_machine_stops_before_the_producer_and_any_fault(
     started = []
     monkeypatch.setattr(faults, "kafka_hosts", lambda lab: KAFKA_HOSTS)
     monkeypatch.setattr(runner, "Runner", lambda *a, **kw: started.append(a))
-    monkeypatch.setattr(runner.netns, "run_in", lambda *a: started.append(a))
     s = scenario(tmp_path, "schedule:\n  - kill: leader\n  - kill: kafka99\n")
     with pytest.raises(KafkalabError, match="no machine kafka99"):
-        runner.run(FakeLab(tmp_path), s)  # type: ignore[arg-type]
+        runner.run(FakeLab(tmp_path, started), s)  # type: ignore[arg-type]
     assert started == []
     # the same lab passes with a machine it has
     good = scenario(tmp_path, "schedule:\n  - kill: leader\n  - kill: kafka3\n", "good")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kafkalab import inventory
 from kafkalab.errors import KafkalabError
 from kafkalab.labs import catalog, runner
 from kafkalab.labs.definition import Lab
@@ -284,6 +285,8 @@ def test_cli_list_and_refusals(tmp_path):
     state.mkdir()
     saved = {"netns": "kllabsunit", "topology": topo(brokers=1).model_dump()}
     (state / "lab.json").write_text(json.dumps(saved))
+    # labs read the cluster from its inventory, which `up` writes with lab.json
+    inventory.write(inventory.build(topo(brokers=1), {}, None), state / "inventory" / "hosts.yml")
     proc = kafkalab(state, "lab", "start", "05")
     assert proc.returncode == 2
     assert "replication factor 3 is larger than the number of brokers (1)" in proc.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalab import topology
+from kafkalab import inventory, topology
 from kafkalab.errors import KafkalabError
 from kafkalab.paths import repo_root
 from kafkalab.streaming import spark
@@ -21,8 +21,11 @@ from kafkalab.targets.embedded import EmbeddedCluster
 
 
 def lab_with(tmp_path: Path, extra: list[str]) -> EmbeddedCluster:
+    """A saved cluster with its generated inventory, as `up` leaves them."""
     lab = EmbeddedCluster(tmp_path / "state")
-    lab._save(topology.load(overrides={"extra_hosts": extra}))
+    topo = topology.load(overrides={"extra_hosts": extra})
+    lab._save(topo)
+    inventory.write(inventory.build(topo, {}, None), lab.inventory_path)
     return lab
 
 
@@ -170,9 +173,9 @@ def test_reset_of_a_badly_named_job_touches_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("ns", ["../../etc", "a/b", "x/../..", "", "lab one"])
-def test_a_namespace_name_cannot_move_the_checkpoint_root(ns, monkeypatch):
+def test_a_cluster_name_cannot_move_the_checkpoint_root(ns, monkeypatch):
     monkeypatch.setattr(spark.shutil, "rmtree", lambda *a, **kw: pytest.fail("deleted"))
-    with pytest.raises(KafkalabError, match="network namespace name"):
+    with pytest.raises(KafkalabError, match="cluster name"):
         spark.forget_checkpoints(ns)
 
 
