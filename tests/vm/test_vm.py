@@ -3,12 +3,17 @@
 The host checks are the embedded target's own: tests/infra runs against the inventory
 Vagrant's Ansible provisioner generated (`--hosts=all --ansible-inventory=...`), as the
 cluster tier runs it against the embedded lab's. The tests below add what only a VM
-shows: that inventory has the contract's shape, and a topic works end to end.
+shows: that inventory has the contract's shape, a topic works end to end, and kafkalab's
+verbs (a lab, a fault) work on the VM through that inventory.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,3 +107,48 @@ def test_topic_create_produce_consume(kafka1: Any, vm_lab: Any) -> None:
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+# -- every verb on the VM: the inventory Vagrant wrote is the cluster (issue 12) -----------
+
+
+@pytest.fixture
+def kafkalab(vm_lab: Any, tmp_path: Path) -> Any:
+    """kafkalab from the session's thread (inside the VMs' namespace) given `-i` with the
+    inventory Vagrant wrote: nothing of the embedded target on the path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKALAB_STATE", "KAFKALAB_NETNS")}
+    env.update(COLUMNS="200", KAFKALAB_STATE_HOME=str(tmp_path / "home"))
+
+    def run(*args: str, code: int = 0) -> str:
+        argv = [sys.executable, "-m", "kafkalab", *args, "-i", str(vm_lab.vagrant_inventory)]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1200)
+        assert proc.returncode == code, f"kafkalab {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+        return proc.stdout
+
+    return run
+
+
+def test_lab_01_start_check_solve_on_the_vm(kafkalab: Any) -> None:
+    """Lab 01 on the VM: started, its check fails, the reference solution makes it pass."""
+    kafkalab("lab", "start", "01")
+    try:
+        assert "checks not passed yet" in kafkalab("lab", "check", "01", code=1)
+        assert "lab 01 passed" in kafkalab("lab", "solve", "01")
+        assert "lab 01 passed" in kafkalab("lab", "check", "01")
+    finally:
+        kafkalab("lab", "reset", "01")
+
+
+def test_fault_kill_and_heal_on_the_vm(kafkalab: Any, kafka1: Any) -> None:
+    """`fault kill` stops the VM's broker through systemd over ssh and keeps it down;
+    `fault heal` starts it again."""
+    hold = "/run/systemd/system/kafka.service.d/kafkalab-fault.conf"
+    kafkalab("fault", "kill", "kafka1")
+    try:
+        assert not kafka1.service("kafka").is_running
+        assert kafka1.file(hold).exists
+    finally:
+        healed = kafkalab("fault", "heal")
+    assert "kafka1: started" in healed, healed
+    assert kafka1.service("kafka").is_running
+    assert not kafka1.file(hold).exists
