@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 import typer
@@ -55,16 +54,13 @@ def pause(
     """SIGSTOP the broker (SIGCONT after --for, or at `fault resume`/`fault heal`)."""
     cluster = resolve.cluster(inventory)
     seconds = faults.parse_duration(for_) if for_ is not None else None
-    faults.pause(cluster, host)
     if seconds is None:
+        faults.pause(cluster, host)
         render.ok(f"{host}: broker paused (SIGSTOP); `kafkalab fault heal` resumes it")
         return
-    render.step(f"{host}: broker paused (SIGSTOP) for {seconds:g}s")
-    try:
-        time.sleep(seconds)
-    finally:
-        faults.resume(cluster, host)
-    render.ok(f"{host}: broker resumed (SIGCONT)")
+    render.step(f"{host}: pausing the broker (SIGSTOP) for {seconds:g}s")
+    stopped = faults.pause_for(cluster, host, seconds)
+    render.ok(f"{host}: broker resumed (SIGCONT) after {stopped:.2f}s paused")
 
 
 @app.command()

@@ -132,6 +132,27 @@ def pause(cluster: InventoryCluster, host: str) -> None:
     _remote(cluster, host, "pause")
 
 
+def pause_for(cluster: InventoryCluster, host: str, seconds: float) -> float:
+    """SIGSTOP the broker and SIGCONT it `seconds` later, both from one shell on the
+    machine, so the machine's clock times the pause. (Resuming through a second login
+    stretched it by that login's time: a few seconds on a busy host, enough to take a
+    3 s pause past the broker's 9 s session timeout and have the controller fence it.)
+    The machine resumes the broker by itself even if kafkalab is interrupted meanwhile.
+    Returns the seconds the broker was stopped, as the machine measured them."""
+    _check_kafka_host(cluster, host)
+    script = (
+        f"{_MUST_RUN}; trap '{_SIGNAL}SIGCONT kafka' EXIT; trap 'exit 129' HUP INT TERM; "
+        f"{_SIGNAL}SIGSTOP kafka; t0=$(date +%s.%N); sleep {seconds:.3f}; "
+        f"{_SIGNAL}SIGCONT kafka; t1=$(date +%s.%N); trap - EXIT; "
+        'echo "$t0 $t1"'
+    )
+    out = _remote(cluster, host, "pause", timeout=seconds + 60, script=script).split()
+    try:
+        return float(out[-1]) - float(out[-2])
+    except (IndexError, ValueError) as exc:
+        raise KafkalabError(f"pause on {host}: unexpected answer {' '.join(out)!r}") from exc
+
+
 def resume(cluster: InventoryCluster, host: str) -> None:
     """SIGCONT a paused broker."""
     _check_kafka_host(cluster, host)

@@ -102,9 +102,7 @@ class Runner:
         """Every broker listening and registered, every partition of every topic led and
         with a full ISR. Before the run that is required; after it, a problem of the run."""
         run = self.session
-        health, secs = waits.wait_healthy(
-            run.admin, run.brokers, run.address, timeout, full_isr=True
-        )
+        health, secs = waits.wait_healthy(run.brokers, run.address, timeout, full_isr=True)
         if health.ok:
             if not required:
                 run.result.healthy_after_s = round(secs, 2)

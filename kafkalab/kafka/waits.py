@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
 from kafkalab.errors import KafkalabError
+from kafkalab.kafka import views
 from kafkalab.kafka.quorum import SERVING, zk_mode
 
 
@@ -95,38 +96,38 @@ class Health:
 
 
 def health(
-    admin: AdminClient,
     brokers: Mapping[int, str],
     addresses: Mapping[str, str],
     zookeeper: Sequence[str] = (),
     full_isr: bool = False,
     request_timeout: float = 5,
+    read: Callable[[str, float], views.View] = views.own_view,
 ) -> Health:
     """How the cluster is doing now: `brokers` (node id -> machine) listening and
     registered, the `zookeeper` machines serving, with `full_isr` every partition of every
-    topic led and in sync."""
+    topic led and in sync. Each broker is asked for its own view (`read`), and all must
+    agree: one that has just resumed may still answer from a stale cache."""
     down = not_listening(brokers.values(), addresses)
     if down:
         return Health(not_listening=down)
-    try:
-        md = admin.list_topics(timeout=request_timeout)
-    except Exception as exc:  # a cluster in trouble answers slowly or not at all
-        return Health(missing=sorted(brokers), error=str(exc))
-    short = [
-        f"{t.topic}-{p.id}"
-        for t in md.topics.values()
-        for p in t.partitions.values()
-        if full_isr and (set(p.isrs) != set(p.replicas) or p.leader < 0)
-    ]
+    missing: set[int] = set()
+    short: dict[str, None] = {}
+    for node, host in brokers.items():
+        try:
+            view = read(f"{addresses[host]}:9092", request_timeout)
+        except OSError as exc:  # a cluster in trouble answers slowly or not at all
+            return Health(missing=[node], error=f"{host}: {exc}")
+        missing |= set(brokers) - view.brokers
+        if full_isr:
+            short.update(dict.fromkeys(view.short))
     return Health(
-        missing=sorted(set(brokers) - set(md.brokers)),
+        missing=sorted(missing),
         zookeeper=[h for h in zookeeper if zk_mode(addresses[h]) not in SERVING],
-        short=short,
+        short=list(short),
     )
 
 
 def wait_healthy(
-    admin: AdminClient,
     brokers: Mapping[int, str],
     addresses: Mapping[str, str],
     timeout: float,
@@ -138,7 +139,7 @@ def wait_healthy(
     answer and the seconds it took. Whether not being healthy is an error, the caller says."""
     start = time.monotonic()
     while True:
-        now = health(admin, brokers, addresses, zookeeper, full_isr)
+        now = health(brokers, addresses, zookeeper, full_isr)
         took = time.monotonic() - start
         if now.ok or took >= timeout:
             return now, took

@@ -95,7 +95,7 @@ def wait_brokers_back(ctx: LabContext, progress: Callable[[str], None] | None) -
     if progress:
         progress("waiting until every broker is registered again")
     health, _ = waits.wait_healthy(
-        ctx.admin(), ctx.brokers, ctx.addresses, WAIT_BROKERS, zookeeper=ctx.zk_hosts(), tick=1
+        ctx.brokers, ctx.addresses, WAIT_BROKERS, zookeeper=ctx.zk_hosts(), tick=1
     )
     if health.ok:
         return

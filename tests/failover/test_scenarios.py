@@ -64,7 +64,8 @@ def test_no_acknowledged_record_is_lost(cluster, name, tmp_path):
         assert data["recovery"]["isr_shrink_s"] is not None
     if name == "leader-hard-bounce":
         assert len(data["recovery"]["each"]["leader_s"]) == 5
-    assert healthy(cluster.bootstrap)[0]
+    ok, detail = healthy(cluster.bootstrap)
+    assert ok, detail
 
 
 @pytest.mark.parametrize("cluster", ["kraft"], indirect=True)
@@ -99,7 +100,8 @@ def test_controller_kill_in_zookeeper_mode(cluster, tmp_path):
     check_no_loss(proc, data)
     assert data["mode"] == "zookeeper"
     assert data["recovery"]["controller_s"] is not None
-    assert healthy(cluster.bootstrap)[0]
+    ok, detail = healthy(cluster.bootstrap)
+    assert ok, detail
 
 
 def teardown_module():
