@@ -8,6 +8,8 @@ and the lab's own scripts all reach the machines; Ctrl-C still stops everything 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kafkalab import render
 from kafkalab.errors import KafkalabError
 from kafkalab.inventory import Layout
@@ -23,9 +25,18 @@ from kafkalab.targets.cluster import InventoryCluster
 # -- the cluster a lab runs on -------------------------------------------------------------
 
 
-def require(topo: Layout | None, lab: Lab) -> Layout:
-    """Refuse, before anything runs, a cluster the lab cannot run on."""
+def _embedded_hint(up_args: str, what: str) -> str:
+    return f"run `kafkalab up {up_args}`"
+
+
+def require(
+    topo: Layout | None, lab: Lab, how_to_add: Callable[[str, str], str] | None = None
+) -> Layout:
+    """Refuse, before anything runs, a cluster the lab cannot run on. `how_to_add` (the
+    cluster's own, InventoryCluster.how_to_add) says how to give it what it lacks; by
+    default, as on the embedded lab: `kafkalab up ...`."""
     needs = lab.spec.needs
+    hint = how_to_add or _embedded_hint
     name = f"lab {lab.id} ({lab.title})"
     if topo is None:
         raise KafkalabError(
@@ -35,7 +46,11 @@ def require(topo: Layout | None, lab: Lab) -> Layout:
     if topo.mode not in needs.modes:
         raise KafkalabError(
             f"{name} runs on a {' or '.join(needs.modes)} cluster; this one is {topo.mode}. "
-            f"Run `kafkalab down --purge`, then `kafkalab up --mode {needs.modes[0]}`"
+            + (
+                f"Run `kafkalab down --purge`, then `kafkalab up --mode {needs.modes[0]}`"
+                if how_to_add is None
+                else f"Use a {needs.modes[0]} cluster: kafka_mode is the inventory's to say"
+            )
         )
     try:
         topo.check_replication_factor(lab.max_replication_factor())
@@ -43,17 +58,16 @@ def require(topo: Layout | None, lab: Lab) -> Layout:
         raise KafkalabError(f"{name}: {exc}") from None
     missing = [h for h in needs.extra_hosts if h not in topo.extra_hosts]
     if missing:
-        raise KafkalabError(
-            f"{name} needs the {' and '.join(missing)} host(s) this cluster does "
-            f"not have: run `kafkalab up --with {','.join(missing)}`"
-        )
+        hosts = " and ".join(missing)
+        add = hint(f"--with {','.join(missing)}", f"the {hosts} host(s)")
+        raise KafkalabError(f"{name} needs the {hosts} host(s) this cluster does not have: {add}")
     if topo.brokers < needs.brokers:
         raise KafkalabError(
             f"{name} needs {needs.brokers} brokers; this cluster has "
-            f"{topo.brokers}: run `kafkalab up --brokers {needs.brokers}`"
+            f"{topo.brokers}: {hint(f'--brokers {needs.brokers}', f'{needs.brokers} brokers')}"
             + (
                 ""
-                if topo.mode == "kraft" and topo.controllers
+                if how_to_add is not None or (topo.mode == "kraft" and topo.controllers)
                 else " after `kafkalab down --purge` (its ZooKeeper ensemble or KRaft voters "
                 "are fixed once it runs)"
             )
@@ -63,7 +77,7 @@ def require(topo: Layout | None, lab: Lab) -> Layout:
 
 def context(lab: Lab, cluster: InventoryCluster) -> LabContext:
     """The lab against the cluster, with this process where the cluster is reached."""
-    topo = require(cluster.layout(), lab)
+    topo = require(cluster.layout(), lab, cluster.how_to_add)
     progress = Progress(cluster.state)
     baseline = progress.get(lab).get("baseline", {})
     ctx = LabContext(cluster, topo, lab, progress.workdir(lab), baseline)

@@ -108,13 +108,14 @@ def locate(cluster: InventoryCluster | None = None) -> SparkCluster:
     cluster = cluster or resolve.cluster()
     topo = cluster.layout()
     if topo is None:
-        raise KafkalabError("no lab here yet: run `kafkalab up --with spark`")
+        add = cluster.how_to_add("--with spark", "a Spark host")
+        raise KafkalabError(f"no lab here yet: {add}")
     machines = topo.machines()
     masters = [m for m in machines if "spark_master" in m.groups]
     if not masters:
         raise KafkalabError(
-            "this lab has no Spark host: run `kafkalab up --with spark` (adds spark1; the"
-            " Kafka cluster stays as it is)"
+            f"this lab has no Spark host: {cluster.how_to_add('--with spark', 'a Spark host')}"
+            " (the Kafka cluster stays as it is)"
         )
     brokers = [m for m in machines if "kafka_broker" in m.groups]
     return SparkCluster(

@@ -124,6 +124,14 @@ class InventoryCluster:
         where = {"where": self.where, "netns": self.ns, "state": str(self.state)}
         return {"target": self.kind, **where}
 
+    def how_to_add(self, up_args: str, what: str) -> str:
+        """How to give this cluster `what` it lacks (e.g. "the spark host"): on your own
+        hosts, in the inventory, then `up -i` (EmbeddedCluster: `kafkalab up <up_args>`)."""
+        return (
+            f"add {what} to {self.inventory_path} (inventory/README.md), then "
+            f"`kafkalab up -i {self.inventory_path}`"
+        )
+
     # -- its hosts ---------------------------------------------------------------------------
 
     def hosts(self) -> dict[str, dict[str, Any]]:
@@ -284,6 +292,12 @@ class VagrantCluster(InventoryCluster):
     """The VMs of a Vagrantfile (its generated inventory); Vagrant controls the machines."""
 
     kind = "vagrant"
+
+    def how_to_add(self, up_args: str, what: str) -> str:
+        return (
+            f"these VMs come from the lab.yml of {self.where}: `vagrant up` in a lab folder "
+            f"(labs/NN-name/) whose lab needs {what} (docs/VMS.md)"
+        )
 
     def start_machines(self, names: list[str] | None = None) -> None:
         raise KafkalabError(

@@ -18,6 +18,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs import catalog, runner
 from kafkalab.labs.definition import Lab
 from kafkalab.labs.progress import Progress
+from kafkalab.targets.cluster import InventoryCluster, VagrantCluster
 from kafkalab.topology import Topology
 
 GOOD = {
@@ -327,3 +328,26 @@ def test_cli_list_flags_a_broken_lab_and_lists_the_others(tmp_path):
     assert len(rows) == 2
     assert "Tiny" in rows[0] and "not started" in rows[0]
     assert "02-broken/lab.yml: not UTF-8 text (byte 0xff at offset 7); save it as UTF-8" in rows[1]
+
+
+def test_what_a_lab_lacks_is_said_for_the_target_in_use(tmp_path):
+    """On your own hosts or Vagrant VMs `kafkalab up --with/--brokers` cannot help: the
+    refusal says where the change goes instead."""
+    spark = catalog.load(make_lab(tmp_path, changed(needs={"extra_hosts": ["spark"]}), "09-spark"))
+    mine = InventoryCluster(tmp_path / "mine.yml")
+    with pytest.raises(KafkalabError) as exc:
+        runner.require(topo(), spark, mine.how_to_add)
+    line = str(exc.value)
+    assert f"add the spark host(s) to {tmp_path / 'mine.yml'}" in line
+    assert f"`kafkalab up -i {tmp_path / 'mine.yml'}`" in line and "--with" not in line
+    vms = VagrantCluster(tmp_path / ".vagrant" / "provisioners" / "ansible" / "inventory" / "x")
+    with pytest.raises(KafkalabError, match=r"`vagrant up` in a lab folder .* needs 3 brokers"):
+        runner.require(
+            topo(brokers=2),
+            catalog.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three")),
+            vms.how_to_add,
+        )
+    kraft_only = catalog.load(make_lab(tmp_path, changed(needs={"modes": ["kraft"]}), "07-k"))
+    with pytest.raises(KafkalabError) as exc:
+        runner.require(topo(mode="zookeeper"), kraft_only, mine.how_to_add)
+    assert "down --purge" not in str(exc.value) and "kafka_mode" in str(exc.value)
