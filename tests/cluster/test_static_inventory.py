@@ -1,7 +1,8 @@
 """The generic path (issue 12): the session's embedded machines addressed through a static
 copy of their inventory, from inside their namespace, with every nspawn-specific piece of
-kafkalab made to fail if anything calls it. status, exec, fault kill/heal and a lab's
-start, check and solve work as on any target (VMs, your own hosts)."""
+kafkalab made to fail if anything calls it. status, exec, fault kill/heal, a lab's start,
+check and solve, fault isolate/heal with the ISR shrinking and expanding, and a scenario
+with its verdict work as on any target (VMs, your own hosts)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.client import create_topic
+from tests.failover.helpers import wait_isr
 
 pytestmark = pytest.mark.cluster
 
@@ -68,6 +72,29 @@ def test_a_static_inventory_of_the_machines_is_a_cluster(cluster, tmp_path: Path
     assert "checks not passed yet" in kafkalab("lab", "check", "01", code=1)
     assert "lab 01 passed" in kafkalab("lab", "solve", "01")
     assert "lab 01 passed" in kafkalab("lab", "check", "01")
+
+    # isolate through nftables on the machine, ssh open; heal reconnects it
+    node3 = cluster.hosts["kafka3"]["kafka_node_id"]
+    create_topic(cluster.bootstrap, "static-isr", partitions=3, rf=3)
+    wait_isr(cluster.bootstrap, "static-isr", node3, present=True)
+    kafkalab("fault", "isolate", "kafka3")
+    try:
+        shrink = wait_isr(cluster.bootstrap, "static-isr", node3, present=False)
+        assert kafkalab("exec", "kafka3", "--", "hostname").strip() == "kafka3"
+    finally:
+        healed = kafkalab("fault", "heal")
+    assert "kafka3: reconnected" in healed
+    expand = wait_isr(cluster.bootstrap, "static-isr", node3, present=True)
+    print(f"static inventory: ISR shrank {shrink:.1f}s after isolate, full {expand:.1f}s after")
+
+    # a scenario with its verdict: the verifier's clients run here, the faults over ssh
+    report = tmp_path / "follower-isolated.json"
+    out = kafkalab("scenario", "run", "follower-isolated", "--report", str(report))
+    data = json.loads(report.read_text())
+    assert data["passed"], (data["reasons"], out)
+    assert data["delivery"]["acked"] > 0 and data["delivery"]["lost"] == 0
+    assert data["recovery"]["isr_shrink_s"] is not None
+    assert data["recovery"]["isr_s"] is not None
 
 
 def _with_inventory(args: tuple[str, ...], static: Path) -> list[str]:

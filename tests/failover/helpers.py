@@ -6,6 +6,7 @@ import socket
 import time
 
 from kafkalab.kafka import views
+from tests.client import describe
 
 
 def listening(bootstrap: str) -> list[str]:
@@ -47,3 +48,14 @@ def wait_healthy(bootstrap: str, timeout: float = 180) -> None:
             return
         time.sleep(1)
     raise AssertionError(f"cluster not healthy after {timeout:.0f}s: {detail}")
+
+
+def wait_isr(bootstrap: str, topic: str, node: int, present: bool, timeout: float = 90) -> float:
+    """Seconds until `node` is in every ISR of `topic` (present) or in none."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        isrs = [p.isr for p in describe(bootstrap, topic)]
+        if all((node in isr) == present for isr in isrs):
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise AssertionError(f"node {node} {'not back in' if present else 'still in'} ISRs: {isrs}")

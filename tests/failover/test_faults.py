@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from tests.client import create_topic, describe
-from tests.failover.helpers import healthy, wait_healthy
+from tests.client import create_topic
+from tests.failover.helpers import healthy, wait_healthy, wait_isr
 
 pytestmark = [pytest.mark.cluster, pytest.mark.parametrize("cluster", ["kraft"], indirect=True)]
 
@@ -58,17 +58,6 @@ def can_connect(cluster, host: str, address: str, port: int = 9092) -> bool:
     proc = cluster.kafkalab("exec", host, "--", "nc", "-z", "-w2", address, str(port), check=False)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 255: ssh itself failed
     return proc.returncode == 0
-
-
-def wait_isr(bootstrap: str, topic: str, node: int, present: bool, timeout: float = 90) -> float:
-    """Seconds until `node` is in every ISR of `topic` (present) or in none."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout:
-        isrs = [p.isr for p in describe(bootstrap, topic)]
-        if all((node in isr) == present for isr in isrs):
-            return time.monotonic() - started
-        time.sleep(0.5)
-    raise AssertionError(f"node {node} {'not back in' if present else 'still in'} ISRs: {isrs}")
 
 
 def test_isolate_cuts_the_lab_network_both_ways_keeps_ssh_and_heal_reconnects(cluster):
