@@ -56,10 +56,18 @@ class ConfluentMember:
 
 class KafkaPythonMember:
     """kafka-python, as in the course pages (seed 003): KafkaConsumer, a rebalance listener,
-    poll(timeout_ms) returning records per partition."""
+    poll(timeout_ms) returning records per partition.
+
+    kafka-python's auto-commit commits its position on every partition it has, also where
+    it read nothing (for a group that starts at `latest`: the end of each partition), while
+    confluent-kafka commits only where it read. So that both clients leave the same
+    committed offsets (step 6 looks at them), this member commits itself, what it read:
+    every 5 s, before it gives partitions back, and when it stops."""
 
     def __init__(self, bootstrap: str, group: str, reset: str, topic: str, moved: Moved):
         from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+        member = self
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_assigned(self, assigned):
@@ -67,22 +75,41 @@ class KafkaPythonMember:
 
             def on_partitions_revoked(self, revoked):
                 if revoked:  # kafka-python calls it with nothing before the first assignment
+                    member.commit(set(revoked))  # the next owner resumes after what was read
                     moved("gave back", [p.partition for p in revoked])
 
         self.consumer = KafkaConsumer(
             bootstrap_servers=bootstrap.split(","),
             group_id=group,
             auto_offset_reset=reset,
-            enable_auto_commit=True,  # commits what was read every 5 s and on close
+            enable_auto_commit=False,  # commit() below: what was read, every 5 s and on close
         )
+        self.read: dict = {}  # TopicPartition -> the offset after the last record read
+        self.committed = time.monotonic()
         self.consumer.subscribe([topic], listener=Listener())
 
     def poll(self, seconds: float) -> list[Record]:
         batches = self.consumer.poll(timeout_ms=int(seconds * 1000))
+        for tp, records in batches.items():
+            self.read[tp] = records[-1].offset + 1
+        if time.monotonic() - self.committed > 5:
+            self.commit()
         return [(r.partition, r.offset, r.key, r.value) for rs in batches.values() for r in rs]
 
+    def commit(self, partitions: set | None = None) -> None:
+        """Commit the offsets read since the last commit (of `partitions`, default all)."""
+        from kafka.structs import OffsetAndMetadata
+
+        self.committed = time.monotonic()
+        done = {tp: off for tp, off in self.read.items() if partitions is None or tp in partitions}
+        if done:
+            self.consumer.commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in done.items()})
+        for tp in done:
+            del self.read[tp]
+
     def close(self) -> None:
-        self.consumer.close()  # commits, then leaves the group
+        self.commit()
+        self.consumer.close(autocommit=False)  # leaves the group (a rebalance for the others)
 
 
 def main() -> None:
