@@ -10,6 +10,7 @@ import typer
 from kafkalab import doctor as doctor_mod
 from kafkalab import render, topology
 from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import kafka_python as kafka_python_artifact
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.cli.cluster import InventoryFile, TopologyFile
@@ -22,11 +23,13 @@ def fetch(
         str | None, typer.Option("--with", help="also the extra hosts' artifacts: spark,ksqldb")
     ] = None,
 ) -> None:
-    """Fill the cache (Kafka artifact, base image, Spark) so `up` needs no network."""
+    """Fill the cache (Kafka artifact, kafka-python wheel, base image, Spark) so `up` needs
+    no network."""
     extra_hosts = with_.split(",") if with_ else None
     topo = topology.load(topology_file, {"extra_hosts": extra_hosts}, required=bool(topology_file))
     archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=render.step)
     render.ok(f"Kafka {topo.kafka_version}: {archive}")
+    render.ok(f"kafka-python: {kafka_python_artifact.resolve_kafka_python(progress=render.step)}")
     render.ok(f"base image: {image.ensure_image(render.step)}")
     if "spark" in topo.extra_hosts:
         render.ok(f"Spark: {spark_artifact.resolve_spark(progress=render.step)}")

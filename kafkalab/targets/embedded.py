@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from kafkalab import inventory
 from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import kafka_python as kafka_python_artifact
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError, validation_line
@@ -177,7 +178,10 @@ class EmbeddedCluster(InventoryCluster):
         self.check_compatible(topo)
         netns.check_ours(self.ns, self._saved().get("netns"), self.state)
         archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
-        extra_archives = self._extra_archives(topo, progress)
+        extra_archives = {
+            "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress),
+            **self._extra_archives(topo, progress),
+        }
         base = image.ensure_image(progress)
         self._ensure_key()
         machines = self.machines(topo)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from kafkalab import inventory
 from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import kafka_python as kafka_python_artifact
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError
@@ -188,11 +189,13 @@ def _ping_problem(host: str, answer: dict[str, object] | None) -> str | None:
 
 def archives(listing: inventory.Listing, progress: Callable[[str], None]) -> dict[str, str]:
     """The extra vars that hand the roles their archives from the cache: kafka_archive for
-    the inventory's kafka_version, spark_archive and ksqldb_archive when those groups have
-    hosts (a missing one is an error that says where to put it, before any host is touched)."""
+    the inventory's kafka_version, kafka_python_wheel, spark_archive and ksqldb_archive when
+    those groups have hosts (a missing one is an error that says where to put it, before any
+    host is touched)."""
     first = next(iter(listing.hostvars.values()))
     found = {
-        "kafka_archive": kafka_artifact.resolve_kafka(first["kafka_version"], progress=progress)
+        "kafka_archive": kafka_artifact.resolve_kafka(first["kafka_version"], progress=progress),
+        "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress),
     }
     spark_hosts = listing.hosts_of("spark_master", "spark_worker")
     if spark_hosts:

@@ -1,8 +1,10 @@
-"""Read orders as a member of a consumer group, with confluent-kafka.
+"""Read orders as a member of a consumer group, with confluent-kafka or kafka-python.
 
 Run it from `kafkalab shell` (inside the lab network), in as many terminals as you like:
 
     .venv/bin/python labs/03-consumer-groups/consumer.py --group billing --name c1
+    .venv/bin/python labs/03-consumer-groups/consumer.py --group billing --name c2 \
+        --client kafka-python
 
 Members of one group share the topic's partitions; every group reads everything once.
 It prints when the group gives it partitions or takes them away (a rebalance), then
@@ -12,8 +14,102 @@ each record. Ctrl-C (or --seconds, --idle) ends it; closing commits the offsets 
 import argparse
 import os
 import time
+from collections.abc import Callable
 
-from confluent_kafka import Consumer
+CLIENTS = ("confluent-kafka", "kafka-python")
+Record = tuple[int, int, bytes | None, bytes]  # partition, offset, key, value
+Moved = Callable[[str, list[int]], None]  # "got" or "gave back", partition numbers
+
+
+class ConfluentMember:
+    """confluent-kafka, as in the course notebook: Consumer, subscribe with callbacks, poll."""
+
+    def __init__(self, bootstrap: str, group: str, reset: str, topic: str, moved: Moved):
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "auto.offset.reset": reset,
+                "enable.auto.commit": True,  # commits what was read every 5 s and on close
+            }
+        )
+        self.consumer.subscribe(
+            [topic],
+            on_assign=lambda _c, ps: moved("got", [p.partition for p in ps]),
+            on_revoke=lambda _c, ps: moved("gave back", [p.partition for p in ps]),
+        )
+
+    def poll(self, seconds: float) -> list[Record]:
+        msg = self.consumer.poll(seconds)
+        if msg is None:
+            return []
+        if msg.error():
+            print(f"error: {msg.error()}")
+            return []
+        return [(msg.partition(), msg.offset(), msg.key(), msg.value())]
+
+    def close(self) -> None:
+        self.consumer.close()  # leaves the group (a rebalance for the others) and commits
+
+
+class KafkaPythonMember:
+    """kafka-python, as in the course pages (seed 003): KafkaConsumer, a rebalance listener,
+    poll(timeout_ms) returning records per partition.
+
+    kafka-python's auto-commit commits its position on every partition it has, also where
+    it read nothing (for a group that starts at `latest`: the end of each partition), while
+    confluent-kafka commits only where it read. So that both clients leave the same
+    committed offsets (step 6 looks at them), this member commits itself, what it read:
+    every 5 s, before it gives partitions back, and when it stops."""
+
+    def __init__(self, bootstrap: str, group: str, reset: str, topic: str, moved: Moved):
+        from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+        member = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_assigned(self, assigned):
+                moved("got", [p.partition for p in assigned])
+
+            def on_partitions_revoked(self, revoked):
+                if revoked:  # kafka-python calls it with nothing before the first assignment
+                    member.commit(set(revoked))  # the next owner resumes after what was read
+                    moved("gave back", [p.partition for p in revoked])
+
+        self.consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap.split(","),
+            group_id=group,
+            auto_offset_reset=reset,
+            enable_auto_commit=False,  # commit() below: what was read, every 5 s and on close
+        )
+        self.read: dict = {}  # TopicPartition -> the offset after the last record read
+        self.committed = time.monotonic()
+        self.consumer.subscribe([topic], listener=Listener())
+
+    def poll(self, seconds: float) -> list[Record]:
+        batches = self.consumer.poll(timeout_ms=int(seconds * 1000))
+        for tp, records in batches.items():
+            self.read[tp] = records[-1].offset + 1
+        if time.monotonic() - self.committed > 5:
+            self.commit()
+        return [(r.partition, r.offset, r.key, r.value) for rs in batches.values() for r in rs]
+
+    def commit(self, partitions: set | None = None) -> None:
+        """Commit the offsets read since the last commit (of `partitions`, default all)."""
+        from kafka.structs import OffsetAndMetadata
+
+        self.committed = time.monotonic()
+        done = {tp: off for tp, off in self.read.items() if partitions is None or tp in partitions}
+        if done:
+            self.consumer.commit({tp: OffsetAndMetadata(off, "", -1) for tp, off in done.items()})
+        for tp in done:
+            del self.read[tp]
+
+    def close(self) -> None:
+        self.commit()
+        self.consumer.close(autocommit=False)  # leaves the group (a rebalance for the others)
 
 
 def main() -> None:
@@ -34,30 +130,27 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, help="stop after this many seconds")
     parser.add_argument("--idle", type=float, help="stop after this many seconds without records")
-    args = parser.parse_args()
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": args.bootstrap,
-            "group.id": args.group,
-            "auto.offset.reset": args.offset_reset,
-            "enable.auto.commit": True,  # commits what was read every 5 s and on close
-        }
+    parser.add_argument(
+        "--client",
+        choices=CLIENTS,
+        default=os.environ.get("KAFKALAB_CLIENT", CLIENTS[0]),
+        help="which Python client (default: $KAFKALAB_CLIENT, else confluent-kafka)",
     )
+    args = parser.parse_args()
     me = f"[{args.name}]"
-
-    def assigned(_consumer, partitions):
-        nonlocal last
-        last = time.monotonic()  # --idle counts from here until the first record
-        print(f"{me} got partitions {sorted(p.partition for p in partitions)}", flush=True)
-
-    def revoked(_consumer, partitions):
-        print(f"{me} gave back partitions {sorted(p.partition for p in partitions)}", flush=True)
-
     started = time.monotonic()
     last = None  # when a record (or the first partitions) came last
+
+    def moved(what: str, partitions: list[int]) -> None:
+        nonlocal last
+        if what == "got":
+            last = time.monotonic()  # --idle counts from here until the first record
+        print(f"{me} {what} partitions {sorted(partitions)}", flush=True)
+
+    kind = ConfluentMember if args.client == "confluent-kafka" else KafkaPythonMember
+    print(f"{me} joining group {args.group} with {args.client}", flush=True)
+    member = kind(args.bootstrap, args.group, args.offset_reset, args.topic, moved)
     count = 0
-    consumer.subscribe([args.topic], on_assign=assigned, on_revoke=revoked)
     try:
         while True:
             now = time.monotonic()
@@ -65,24 +158,18 @@ def main() -> None:
                 break
             if args.idle and last is not None and now - last > args.idle:
                 break
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                print(f"{me} error: {msg.error()}")
-                continue
-            count += 1
-            last = now
-            key = msg.key().decode() if msg.key() else None
-            print(
-                f"{me} partition {msg.partition()} offset {msg.offset()}: "
-                f"{key} {msg.value().decode()}",
-                flush=True,
-            )
+            for partition, offset, key, value in member.poll(0.5):
+                count += 1
+                last = now
+                print(
+                    f"{me} partition {partition} offset {offset}: "
+                    f"{key.decode() if key else None} {value.decode()}",
+                    flush=True,
+                )
     except KeyboardInterrupt:
         pass
     finally:
-        consumer.close()  # leaves the group (a rebalance for the others) and commits
+        member.close()
     print(f"{me} read {count} records")
 
 

@@ -51,10 +51,29 @@ def test_kafka_service_and_ports(host, hostvars):
     assert kafka.is_running
     assert kafka.is_enabled
     addr = hostvars["kafkalab_address"]
+    port = var(host, "kafka_broker_port", 9092)
     if "kafka_broker" in hostvars["group_names"]:
-        assert host.socket(f"tcp://{addr}:9092").is_listening
+        if var(host, "kafka_broker_localhost", True):
+            # every address: the lab address and the machine's own localhost
+            assert host.socket(f"tcp://0.0.0.0:{port}").is_listening
+        else:
+            assert host.socket(f"tcp://{addr}:{port}").is_listening
     if var(host, "kafka_mode", "kraft") == "kraft":
         assert host.socket(f"tcp://{addr}:9093").is_listening
+
+
+def test_kafka_python_in_python3_for_every_login(host, hostvars):
+    if not var(host, "kafka_python_wheel", ""):
+        pytest.skip("no kafka_python_wheel in this inventory: python3 left as it is")
+    if not {"kafka_broker", "kafka_controller"} & set(hostvars["group_names"]):
+        pytest.skip("no Kafka on this host in this topology")
+    version = var(host, "kafka_python_wheel", "").rsplit("/", 1)[-1].split("-")[1]
+    probe = "python3 -c 'import kafka; print(kafka.__version__)'"
+    # as whoever logs in, in a login shell too, and as a user with nothing of its own
+    for cmd in (probe, f'bash -lc "{probe}"', f"sudo -n -u nobody -- {probe}"):
+        out = host.run(cmd)
+        assert out.rc == 0, f"{cmd}: {out.stderr}"
+        assert out.stdout.strip() == version, cmd
 
 
 def test_kafka_tools_on_path(host, hostvars):

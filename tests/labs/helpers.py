@@ -31,7 +31,8 @@ def check(cluster, lab: str) -> tuple[bool, str]:
     return proc.returncode == 0, proc.stdout
 
 
-def start_check_solve_reset(cluster, lab: str) -> None:
+def start_check_solve_reset(cluster, lab: str) -> str:
+    """The walk; returns what `lab solve` printed."""
     out = cluster.kafkalab("lab", "start", lab).stdout
     assert f"lab {lab} is ready" in out
     assert f"labs/{lab}-" in out and "README.md" in out
@@ -60,3 +61,4 @@ def start_check_solve_reset(cluster, lab: str) -> None:
 
     passed, out = check(cluster, lab)
     assert not passed, out
+    return solved.stdout

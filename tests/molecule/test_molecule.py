@@ -16,6 +16,7 @@ import pytest
 
 from kafkalab import topology
 from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.artifacts import kafka_python as kafka_python_artifact
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.paths import repo_root
@@ -59,6 +60,7 @@ def test_molecule_scenario(role):
         KAFKALAB_BIN=str(BIN / "kafkalab"),
         KAFKALAB_NETNS=ns,
         KAFKALAB_KAFKA_ARCHIVE=str(kafka_artifact.resolve_kafka(topo.kafka_version)),
+        KAFKALAB_KAFKA_PYTHON_WHEEL=str(kafka_python_artifact.resolve_kafka_python()),
         ANSIBLE_FORCE_COLOR="0",
         PY_COLORS="0",
         **archives,

@@ -29,10 +29,17 @@ def _trusted(value: Any) -> Any:
     return value
 
 
-def host_context(role: str, host: str, extra_hosts: list[str], **overrides: Any) -> Templar:
+def host_context(
+    role: str,
+    host: str,
+    extra_hosts: list[str],
+    lab: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> Templar:
     """A templar with what Ansible would see for `host`: the role's defaults and vars, the
-    inventory kafkalab generates for a default lab with these extra hosts, `overrides`."""
-    topo = topology.load(overrides={"extra_hosts": extra_hosts})
+    inventory kafkalab generates for a default lab with these extra hosts (and the topology
+    settings in `lab`, e.g. mode), `overrides`."""
+    topo = topology.load(overrides={"extra_hosts": extra_hosts, **(lab or {})})
     data = inventory.build(topo, {"ansible_user": "vagrant"}, None)
     hosts = inventory.hosts(data)
     loader = DataLoader()
@@ -57,8 +64,15 @@ def host_context(role: str, host: str, extra_hosts: list[str], **overrides: Any)
     return Templar(loader=loader, variables=variables)
 
 
-def render(role: str, template: str, host: str, extra_hosts: list[str], **overrides: Any) -> str:
-    templar = host_context(role, host, extra_hosts, **overrides)
+def render(
+    role: str,
+    template: str,
+    host: str,
+    extra_hosts: list[str],
+    lab: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> str:
+    templar = host_context(role, host, extra_hosts, lab, **overrides)
     text = (ROLES / role / "templates" / template).read_text()
     return str(templar.template(trust_as_template(text)))
 

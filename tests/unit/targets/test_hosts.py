@@ -131,6 +131,9 @@ def test_up_hands_site_yml_the_archives_as_extra_vars(
     path = write_inventory(tmp_path, extra_hosts=["spark", "ksqldb"])
     monkeypatch.setattr(hosts, "unreachable", lambda _path, _hosts: [])
     monkeypatch.setattr(hosts.kafka_artifact, "resolve_kafka", lambda v, **_: Path(f"/c/k-{v}"))
+    monkeypatch.setattr(
+        hosts.kafka_python_artifact, "resolve_kafka_python", lambda **_: Path("/c/kp.whl")
+    )
     monkeypatch.setattr(hosts.spark_artifact, "resolve_spark", lambda v, **_: Path(f"/c/s-{v}"))
     monkeypatch.setattr(hosts.ksqldb_artifact, "resolve_ksqldb", lambda v: Path(f"/c/q-{v}"))
     ran: dict[str, Any] = {}
@@ -149,6 +152,7 @@ def test_up_hands_site_yml_the_archives_as_extra_vars(
     assert ran["extra"][0] == "--extra-vars"
     assert json.loads(ran["extra"][1]) == {
         "kafka_archive": "/c/k-3.9.2",
+        "kafka_python_wheel": "/c/kp.whl",
         "spark_archive": "/c/s-4.0.0",
         "ksqldb_archive": "/c/q-7.9.0",
     }

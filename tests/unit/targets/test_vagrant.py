@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from kafkalab import inventory, topology
+from kafkalab.artifacts import kafka_python
 from kafkalab.paths import repo_root
 from kafkalab.targets import vagrant
 
@@ -98,6 +99,14 @@ def test_official_tarball_preferred(tmp_path: Path) -> None:
 
 def test_no_archive_leaves_it_to_the_role(tmp_path: Path) -> None:
     assert "kafka_archive" not in dump(tmp_path, {})["inventory"]["vars"]
+    assert "kafka_python_wheel" not in dump(tmp_path, {})["inventory"]["vars"]
+
+
+def test_the_kafka_python_wheel_comes_from_the_cache(tmp_path: Path) -> None:
+    wheel = kafka_python.wheel_path(tmp_path / "cache" / "artifacts")
+    wheel.parent.mkdir(parents=True)
+    wheel.write_bytes(b"")
+    assert dump(tmp_path, {})["inventory"]["vars"]["kafka_python_wheel"] == str(wheel)
 
 
 def test_box_from_env_or_file(tmp_path: Path) -> None:

@@ -1,0 +1,81 @@
+"""The kafka role's listeners and its kafka-python step, rendered by Ansible's own templar
+against the inventory kafkalab generates (the live check: tests/cluster/test_course.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible.template import trust_as_template
+
+from kafkalab.artifacts import kafka_python
+from tests.unit.roles.templar import ROLES, host_context, properties, render
+
+SERVER = "etc/kafka/server.properties.j2"
+
+
+def server(host: str, lab: dict[str, Any] | None = None, **overrides: Any) -> dict[str, str]:
+    return properties(render("kafka", SERVER, host, [], lab, **overrides))
+
+
+@pytest.mark.parametrize(
+    ("lab", "controller"),
+    [({"mode": "kraft"}, ",CONTROLLER://10.77.0.12:9093"), ({"mode": "zookeeper"}, "")],
+)
+def test_brokers_bind_every_address_and_advertise_the_lab_address(lab, controller):
+    props = server("kafka2", lab)
+    assert props["listeners"] == "PLAINTEXT://0.0.0.0:9092" + controller
+    assert props["advertised.listeners"] == "PLAINTEXT://10.77.0.12:9092"
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+
+
+@pytest.mark.parametrize(
+    ("lab", "controller"),
+    [({"mode": "kraft"}, ",CONTROLLER://10.77.0.12:9093"), ({"mode": "zookeeper"}, "")],
+)
+def test_without_localhost_brokers_listen_on_the_lab_address_only(lab, controller):
+    props = server("kafka2", lab, kafka_broker_localhost=False)
+    assert props["listeners"] == "PLAINTEXT://10.77.0.12:9092" + controller
+    assert props["advertised.listeners"] == "PLAINTEXT://10.77.0.12:9092"
+
+
+def test_the_port_setting_moves_the_bound_listener_too():
+    props = server("kafka1", None, kafka_broker_port=19092)
+    assert props["listeners"] == "PLAINTEXT://0.0.0.0:19092,CONTROLLER://10.77.0.11:9093"
+    assert props["advertised.listeners"] == "PLAINTEXT://10.77.0.11:19092"
+
+
+def test_dedicated_controllers_keep_to_their_lab_address():
+    lab = {"mode": "kraft", "controllers": 3}
+    ctrl = server("controller1", lab)
+    assert ctrl["listeners"] == "CONTROLLER://10.77.0.31:9093"
+    assert "advertised.listeners" not in ctrl
+    broker = server("kafka1", lab)
+    assert broker["listeners"] == "PLAINTEXT://0.0.0.0:9092"
+    assert broker["advertised.listeners"] == "PLAINTEXT://10.77.0.11:9092"
+
+
+def test_no_blank_line_left_where_the_listener_choice_is_made():
+    text = render("kafka", SERVER, "kafka1", [])
+    head = text.split("############################# Node", 1)[0]
+    assert "\n\n\n" not in head
+
+
+def test_the_wheel_unpacks_to_its_versions_dist_info():
+    wheel = kafka_python.wheel_path(Path("/cache"))
+    templar = host_context("kafka", "kafka1", [], kafka_python_wheel=str(wheel))
+    got = templar.template(trust_as_template("{{ _kafka_python_dist_info }}"))
+    assert got == f"kafka_python-{kafka_python.VERSION}.dist-info"
+
+
+def test_the_wheel_step_runs_only_with_a_wheel():
+    tasks = yaml.safe_load((ROLES / "kafka" / "tasks" / "install.yml").read_text())
+    step = next(t for t in tasks if t.get("ansible.builtin.include_tasks") == "kafka_python.yml")
+    assert step["when"] == "kafka_python_wheel | length > 0"
+    unpack = yaml.safe_load((ROLES / "kafka" / "tasks" / "kafka_python.yml").read_text())[-1]
+    # the RECORD of this version's dist-info: a second run unpacks nothing
+    assert unpack["ansible.builtin.command"]["creates"].endswith(
+        "/{{ _kafka_python_dist_info }}/RECORD"
+    )
