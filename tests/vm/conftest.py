@@ -9,6 +9,10 @@ reach the VM; it leaves it at teardown, after `vagrant destroy`, stopping the da
 started (by PID) and deleting a namespace it created. Phase times go to
 .kafkalab-test/vm/timings.json and the terminal summary.
 
+With --vm-full (`make test-vm`), fixture `lab04_vms` first brings up lab 04's own
+Vagrant lab (`vagrant up` in labs/04-replication-isr: 3 brokers) the same way and destroys
+it before the smoke's VM comes up (tests/vm/test_lab04.py).
+
 Environment: KAFKALAB_VM_DRIVER (default qemu: software emulation, works where KVM does
 not), KAFKALAB_VM_KEEP=1 keeps the VM after the run (then `vagrant destroy` it yourself).
 """
@@ -133,6 +137,7 @@ def vagrant_machines(
             vagrant.stop_libvirt(state)
             if created_ns:
                 vagrant.delete_netns()
+        STATE.mkdir(parents=True, exist_ok=True)  # lab 04 alone runs before the smoke made it
         (STATE / "timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
 
 
