@@ -205,10 +205,12 @@ def env(
     box: str | None = None,
     driver: str | None = None,
     prefix: str | None = None,
+    cwd: Path | None = None,
 ) -> dict[str, str]:
-    """The environment for `vagrant` on the root Vagrantfile with this topology."""
+    """The environment for `vagrant` on the Vagrantfile in `cwd` (default: the root's, a
+    lab folder's reads the lab's `needs`) with this topology."""
     out = dict(os.environ)
-    out["VAGRANT_CWD"] = str(repo_root())
+    out["VAGRANT_CWD"] = str(cwd or repo_root())
     out["VAGRANT_DOTFILE_PATH"] = str(dotfile)
     out["VAGRANT_DEFAULT_PROVIDER"] = "libvirt"
     out["VAGRANT_CHECKPOINT_DISABLE"] = "1"  # no version check over the network

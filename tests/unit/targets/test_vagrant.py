@@ -188,11 +188,15 @@ def test_lab_vagrantfiles_bring_up_what_the_lab_needs(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("vagrant") is None, reason="vagrant missing")
-def test_vagrant_validates(tmp_path: Path) -> None:
-    """Vagrant itself accepts the file with both providers' settings."""
+@pytest.mark.parametrize("folder", [None, "labs/04-replication-isr"])
+def test_vagrant_validates(tmp_path: Path, folder: str | None) -> None:
+    """Vagrant itself accepts the file with both providers' settings, at the root and in
+    a lab folder (`make test-vm` brings up lab 04's)."""
     lab = tmp_path / "cluster.yml"
     lab.write_text("brokers: 2\nmode: zookeeper\n")
-    env = vagrant.env(lab, tmp_path / ".vagrant", box="kafkalab/debian12", driver="qemu")
+    cwd = repo_root() / folder if folder else None
+    env = vagrant.env(lab, tmp_path / ".vagrant", box="kafkalab/debian12", driver="qemu", cwd=cwd)
+    assert env["VAGRANT_CWD"] == str(cwd or repo_root())
     env["VAGRANT_HOME"] = str(tmp_path / "vagrant.d")
     proc = subprocess.run(
         ["vagrant", "validate"], env=env, capture_output=True, text=True, timeout=120
