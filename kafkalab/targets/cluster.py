@@ -126,7 +126,9 @@ class InventoryCluster:
 
     def how_to_add(self, up_args: str, what: str) -> str:
         """How to give this cluster `what` it lacks (e.g. "the spark host"): on your own
-        hosts, in the inventory, then `up -i` (EmbeddedCluster: `kafkalab up <up_args>`)."""
+        hosts, in the inventory, then `up -i`; on the embedded lab, `kafkalab up <up_args>`."""
+        if self.kind == "embedded":
+            return f"run `kafkalab up {up_args}`"
         return (
             f"add {what} to {self.inventory_path} (inventory/README.md), then "
             f"`kafkalab up -i {self.inventory_path}`"

@@ -49,9 +49,6 @@ class EmbeddedCluster(InventoryCluster):
     kind = "embedded"
     ns: str
 
-    def how_to_add(self, up_args: str, what: str) -> str:
-        return f"run `kafkalab up {up_args}`"
-
     def __init__(self, state: Path | None = None) -> None:
         self.state = state or state_dir()
         try:
