@@ -1,7 +1,7 @@
 """The generic path (issue 12): the session's embedded machines addressed through a static
 copy of their inventory, from inside their namespace, with every nspawn-specific piece of
 kafkalab made to fail if anything calls it. status, exec, fault kill/heal, a lab's start,
-check and solve, fault isolate/heal with the ISR shrinking and expanding, and a scenario
+check, solve and reset, fault isolate/heal with the ISR shrinking and expanding, and a scenario
 with its verdict work as on any target (VMs, your own hosts)."""
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ def test_a_static_inventory_of_the_machines_is_a_cluster(cluster, tmp_path: Path
     assert "checks not passed yet" in kafkalab("lab", "check", "01", code=1)
     assert "lab 01 passed" in kafkalab("lab", "solve", "01")
     assert "lab 01 passed" in kafkalab("lab", "check", "01")
+    kafkalab("lab", "reset", "01")
+    assert "checks not passed yet" in kafkalab("lab", "check", "01", code=1)
 
     # isolate through nftables on the machine, ssh open; heal reconnects it
     node3 = cluster.hosts["kafka3"]["kafka_node_id"]

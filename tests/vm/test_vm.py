@@ -65,8 +65,11 @@ def test_kafka_service_active_and_listening(kafka1: Any, vm_lab: Any) -> None:
     kafka = kafka1.service("kafka")
     assert kafka.is_running
     assert kafka.is_enabled
-    address = vm_lab.hosts["kafka1"]["kafkalab_address"]
-    assert kafka1.socket(f"tcp://{address}:9092").is_listening
+    hostvars = vm_lab.hosts["kafka1"]
+    address = hostvars["kafkalab_address"]
+    # kafka_broker_localhost (default on): every address, the lab one and the VM's localhost
+    broker = "0.0.0.0" if hostvars.get("kafka_broker_localhost", True) else address
+    assert kafka1.socket(f"tcp://{broker}:9092").is_listening
     assert kafka1.socket(f"tcp://{address}:9093").is_listening  # its KRaft controller
 
 
