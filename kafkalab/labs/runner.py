@@ -8,8 +8,6 @@ and the lab's own scripts all reach the machines; Ctrl-C still stops everything 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from kafkalab import render
 from kafkalab.errors import KafkalabError
 from kafkalab.inventory import Layout
@@ -20,23 +18,17 @@ from kafkalab.labs.prepare import prepare
 from kafkalab.labs.progress import Progress
 from kafkalab.labs.solver import Solver
 from kafkalab.paths import repo_root
-from kafkalab.targets.cluster import InventoryCluster
+from kafkalab.targets.cluster import InventoryCluster, embedded_hint
 
 # -- the cluster a lab runs on -------------------------------------------------------------
 
 
-def _embedded_hint(up_args: str, what: str) -> str:
-    return f"run `kafkalab up {up_args}`"
-
-
-def require(
-    topo: Layout | None, lab: Lab, how_to_add: Callable[[str, str], str] | None = None
-) -> Layout:
-    """Refuse, before anything runs, a cluster the lab cannot run on. `how_to_add` (the
-    cluster's own, InventoryCluster.how_to_add) says how to give it what it lacks; by
-    default, as on the embedded lab: `kafkalab up ...`."""
+def require(topo: Layout | None, lab: Lab, target: InventoryCluster | None = None) -> Layout:
+    """Refuse, before anything runs, a cluster the lab cannot run on. The refusal says how
+    to give it what it lacks as `target` (by default the embedded lab) takes it."""
+    embedded = target is None or target.kind == "embedded"
+    hint = target.how_to_add if target is not None else embedded_hint
     needs = lab.spec.needs
-    hint = how_to_add or _embedded_hint
     name = f"lab {lab.id} ({lab.title})"
     if topo is None:
         raise KafkalabError(
@@ -48,7 +40,7 @@ def require(
             f"{name} runs on a {' or '.join(needs.modes)} cluster; this one is {topo.mode}. "
             + (
                 f"Run `kafkalab down --purge`, then `kafkalab up --mode {needs.modes[0]}`"
-                if how_to_add is None
+                if embedded
                 else f"Use a {needs.modes[0]} cluster: kafka_mode is the inventory's to say"
             )
         )
@@ -67,7 +59,7 @@ def require(
             f"{topo.brokers}: {hint(f'--brokers {needs.brokers}', f'{needs.brokers} brokers')}"
             + (
                 ""
-                if how_to_add is not None or (topo.mode == "kraft" and topo.controllers)
+                if not embedded or (topo.mode == "kraft" and topo.controllers)
                 else " after `kafkalab down --purge` (its ZooKeeper ensemble or KRaft voters "
                 "are fixed once it runs)"
             )
@@ -77,7 +69,7 @@ def require(
 
 def context(lab: Lab, cluster: InventoryCluster) -> LabContext:
     """The lab against the cluster, with this process where the cluster is reached."""
-    topo = require(cluster.layout(), lab, cluster.how_to_add)
+    topo = require(cluster.layout(), lab, cluster)
     progress = Progress(cluster.state)
     baseline = progress.get(lab).get("baseline", {})
     ctx = LabContext(cluster, topo, lab, progress.workdir(lab), baseline)

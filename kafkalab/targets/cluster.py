@@ -76,6 +76,11 @@ def state_home() -> Path:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state") / "kafkalab"
 
 
+def embedded_hint(up_args: str, what: str = "") -> str:
+    """How the embedded lab gets what it lacks: `kafkalab up` with these arguments."""
+    return f"run `kafkalab up {up_args}`"
+
+
 class InventoryCluster:
     """A running cluster known by its inventory; see the module's docstring."""
 
@@ -128,7 +133,7 @@ class InventoryCluster:
         """How to give this cluster `what` it lacks (e.g. "the spark host"): on your own
         hosts, in the inventory, then `up -i`; on the embedded lab, `kafkalab up <up_args>`."""
         if self.kind == "embedded":
-            return f"run `kafkalab up {up_args}`"
+            return embedded_hint(up_args, what)
         return (
             f"add {what} to {self.inventory_path} (inventory/README.md), then "
             f"`kafkalab up -i {self.inventory_path}`"

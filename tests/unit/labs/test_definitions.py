@@ -19,6 +19,7 @@ from kafkalab.labs import catalog, runner
 from kafkalab.labs.definition import Lab
 from kafkalab.labs.progress import Progress
 from kafkalab.targets.cluster import InventoryCluster, VagrantCluster
+from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.topology import Topology
 
 GOOD = {
@@ -336,7 +337,7 @@ def test_what_a_lab_lacks_is_said_for_the_target_in_use(tmp_path):
     spark = catalog.load(make_lab(tmp_path, changed(needs={"extra_hosts": ["spark"]}), "09-spark"))
     mine = InventoryCluster(tmp_path / "mine.yml")
     with pytest.raises(KafkalabError) as exc:
-        runner.require(topo(), spark, mine.how_to_add)
+        runner.require(topo(), spark, mine)
     line = str(exc.value)
     assert f"add the spark host(s) to {tmp_path / 'mine.yml'}" in line
     assert f"`kafkalab up -i {tmp_path / 'mine.yml'}`" in line and "--with" not in line
@@ -345,9 +346,21 @@ def test_what_a_lab_lacks_is_said_for_the_target_in_use(tmp_path):
         runner.require(
             topo(brokers=2),
             catalog.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three")),
-            vms.how_to_add,
+            vms,
         )
     kraft_only = catalog.load(make_lab(tmp_path, changed(needs={"modes": ["kraft"]}), "07-k"))
     with pytest.raises(KafkalabError) as exc:
-        runner.require(topo(mode="zookeeper"), kraft_only, mine.how_to_add)
+        runner.require(topo(mode="zookeeper"), kraft_only, mine)
     assert "down --purge" not in str(exc.value) and "kafka_mode" in str(exc.value)
+
+
+def test_the_embedded_lab_keeps_its_own_way_out(tmp_path, monkeypatch):
+    """The embedded cluster passed as the target is told what the embedded lab is told."""
+    monkeypatch.setenv("KAFKALAB_NETNS", "klunitreq")
+    lab = EmbeddedCluster(tmp_path / "state")
+    kraft_only = catalog.load(make_lab(tmp_path, changed(needs={"modes": ["kraft"]}), "07-k"))
+    with pytest.raises(KafkalabError, match=r"`kafkalab down --purge`, then `kafkalab up --mode"):
+        runner.require(topo(mode="zookeeper"), kraft_only, lab)
+    three = catalog.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three"))
+    with pytest.raises(KafkalabError, match=r"run `kafkalab up --brokers 3` after `kafkalab down"):
+        runner.require(topo(brokers=2), three, lab)
