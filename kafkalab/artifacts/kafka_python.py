@@ -14,12 +14,9 @@ versions), is pure Python and has no dependencies.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+from kafkalab.artifacts import pypi
 from kafkalab.artifacts.archive import file_digest
 from kafkalab.artifacts.cache import Progress, cache_dir, cache_lock
 from kafkalab.errors import KafkalabError
@@ -65,21 +62,17 @@ def resolve_kafka_python(cache: Path | None = None, progress: Progress | None = 
 
 
 def download(target: Path) -> None:
-    """`pip download` the wheel into a temporary dir beside `target`, check it, move it in."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-        cmd += ["--dest", tmp, f"kafka-python=={VERSION}"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise KafkalabError(_missing(target, f"pip took over {PIP_TIMEOUT}s")) from None
-        got = Path(tmp) / target.name
-        if proc.returncode != 0 or not got.exists():
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
-            raise KafkalabError(_missing(target, f"pip download failed: {tail[0]}"))
+    """One `pip download` of the pinned wheel, checked before it is kept at `target`."""
+
+    def check(got: Path) -> None:
+        if got.name != target.name:
+            raise pypi.DownloadFailed(f"pip fetched {got.name}, not {target.name}")
         verify(got)
-        os.replace(got, target)
+
+    try:
+        pypi.download(f"kafka-python=={VERSION}", target.parent, PIP_TIMEOUT, True, check)
+    except pypi.DownloadFailed as exc:
+        raise KafkalabError(_missing(target, str(exc))) from None
 
 
 def _missing(target: Path, why: str) -> str:

@@ -23,14 +23,13 @@ import importlib.metadata
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
 
-from kafkalab.artifacts import archive, maven
+from kafkalab.artifacts import archive, maven, pypi
 from kafkalab.artifacts.cache import Progress, cache_dir, cache_lock
 from kafkalab.errors import KafkalabError
 
@@ -178,23 +177,15 @@ def installed_pyspark(version: str) -> Path | None:
 
 def download_pyspark(version: str, cache: Path, say: Progress) -> Path:
     """The pyspark package file (sdist or wheel) in `<cache>/pypi`, fetched with pip once."""
-    pypi = cache / "pypi"
-    found = _pyspark_files(pypi, version)
+    pypi_dir = cache / "pypi"
+    found = _pyspark_files(pypi_dir, version)
     if found:
         return found[0]
     say(f"downloading pyspark {version} from PyPI (~430 MB, first time only)")
-    pypi.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(pypi)]
-    cmd.append(f"pyspark=={version}")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise KafkalabError(_no_spark(version, cache, f"pip took over {PIP_TIMEOUT}s")) from None
-    found = _pyspark_files(pypi, version)
-    if proc.returncode != 0 or not found:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no package file"]
-        raise KafkalabError(_no_spark(version, cache, f"pip download failed: {tail[0]}"))
-    return found[0]
+        return pypi.download(f"pyspark=={version}", pypi_dir, PIP_TIMEOUT)
+    except pypi.DownloadFailed as exc:
+        raise KafkalabError(_no_spark(version, cache, str(exc))) from None
 
 
 def _pyspark_files(pypi: Path, version: str) -> list[Path]:
