@@ -36,9 +36,28 @@ class View:
     short: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class TopicView:
+    """One broker's answer about one topic: partition -> (leader, replicas, ISR), and the
+    controller that broker knows (-1: none). `parts` is empty while the topic is unknown."""
+
+    controller: int
+    parts: dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]
+
+
 def own_view(address: str, timeout: float = 5) -> View:
     """The metadata of the broker at `address` (host:port), from that broker itself.
     Raises OSError when it does not answer within `timeout` seconds."""
+    return parse(_metadata(address, timeout, None))
+
+
+def topic_view(address: str, topic: str, timeout: float = 5) -> TopicView:
+    """One topic's leaders, replicas and ISRs as the broker at `address` itself has them,
+    with the controller it knows. Raises OSError when it does not answer in time."""
+    return parse_topic(_metadata(address, timeout, [topic]), topic)
+
+
+def _metadata(address: str, timeout: float, topics: list[str] | None) -> object:
     deadline = time.monotonic() + timeout
     client = KafkaClient(
         bootstrap_servers=address,
@@ -47,25 +66,27 @@ def own_view(address: str, timeout: float = 5) -> View:
         client_id="kafkalab-health",
     )
     try:
-        return _ask(client, address, timeout, deadline)
+        return _ask(client, address, timeout, deadline, topics)
     except KafkaError as exc:
         raise OSError(f"{address}: {exc}") from exc
     finally:
         client.close()
 
 
-def _ask(client: KafkaClient, address: str, timeout: float, deadline: float) -> View:
+def _ask(
+    client: KafkaClient, address: str, timeout: float, deadline: float, topics: list[str] | None
+) -> object:
     while not client.ready(_NODE):
         if time.monotonic() >= deadline:
             raise OSError(f"{address}: no connection within {timeout:g}s")
         client.poll(timeout_ms=50)
-    future = client.send(_NODE, MetadataRequest[_VERSION](topics=None))
+    future = client.send(_NODE, MetadataRequest[_VERSION](topics=topics))
     client.poll(future=future, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
     if not future.is_done:
         raise OSError(f"{address}: no metadata within {timeout:g}s")
     if future.failed():
         raise OSError(f"{address}: {future.exception}")
-    return parse(future.value)
+    return future.value
 
 
 def parse(response: object) -> View:
@@ -80,3 +101,14 @@ def parse(response: object) -> View:
         if leader < 0 or set(isr) != set(replicas)
     )
     return View(brokers, short)
+
+
+def parse_topic(response: object, topic: str) -> TopicView:
+    """A TopicView of `topic` from a v7 MetadataResponse (an error on the topic: no parts)."""
+    parts = {
+        part: (leader, tuple(replicas), tuple(isr))
+        for err, name, _internal, partitions in response.topics  # type: ignore[attr-defined]
+        if name == topic and err == 0
+        for _perr, part, leader, _epoch, replicas, isr, _offline in partitions
+    }
+    return TopicView(response.controller_id, parts)  # type: ignore[attr-defined]

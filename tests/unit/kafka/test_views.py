@@ -32,3 +32,12 @@ def test_a_view_lists_the_brokers_and_the_short_partitions():
     )
     assert view.brokers == frozenset({1, 2})
     assert view.short == ("t-1", "t-2")
+
+
+def test_a_topic_view_has_each_partitions_leader_replicas_isr_and_the_controller():
+    got = views.parse_topic(
+        response([(0, 0, 1, 3, [1, 2], [1, 2], []), (0, 1, 2, 3, [2, 1], [2], [])]), "t"
+    )
+    assert got.controller == 1
+    assert got.parts == {0: (1, (1, 2), (1, 2)), 1: (2, (2, 1), (2,))}
+    assert views.parse_topic(response([]), "other").parts == {}
