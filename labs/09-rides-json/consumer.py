@@ -10,6 +10,10 @@ The page's loop runs until Ctrl-C. `--until-caught-up` (for the lab's steps and 
 tests) ends it once the consumer's position is at the end of every partition it was
 given. Either way close() commits what was read (enable_auto_commit), so the group's
 committed offsets are where it stopped. `--quiet` prints only the count at the end.
+
+One fix to the page: it calls `poll(1.0)` meaning one second, but kafka-python's poll
+takes milliseconds (`timeout_ms`), so the page's loop spins a CPU while nothing comes.
+Here it is `poll(timeout_ms=1000)`.
 """
 
 import argparse
@@ -32,7 +36,7 @@ class JsonConsumer:
         while True:
             try:
                 # SIGINT can't be handled when polling, limit timeout to 1 second.
-                message = self.consumer.poll(1.0)
+                message = self.consumer.poll(timeout_ms=1000)
                 for message_value in message.values():
                     for msg_val in message_value:
                         count += 1

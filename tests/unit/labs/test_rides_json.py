@@ -131,7 +131,7 @@ def test_the_producer_sends_every_ride_as_lab_07s_producer_does(lab_dir, monkeyp
 
 class FakeConsumer:
     """kafka-python's KafkaConsumer as far as the page uses it: one partition holding the
-    records, given to this member on the first poll, handed out two polls at a time."""
+    records, given to this member on the first poll, 1000 records a poll."""
 
     def __init__(self, records: list[tuple[bytes, bytes]], **props):
         self.props = props
@@ -148,7 +148,8 @@ class FakeConsumer:
     def subscription(self):
         return set(self.topics)
 
-    def poll(self, timeout):
+    def poll(self, timeout_ms):
+        assert timeout_ms == 1000  # kafka-python's poll takes ms: the page's 1.0 would spin
         self.polls += 1
         if self.polls == 1:
             self.mine = {self.tp}  # the group's assignment comes with the first poll
