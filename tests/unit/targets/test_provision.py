@@ -36,3 +36,34 @@ def test_failure_detail_names_the_task_and_keeps_the_result():
     assert "TASK [kafka : Wait for the Kafka listener]" in detail
     assert "msg: Timeout when waiting for 10.77.0.11:9092" in detail
     assert "PLAY RECAP" not in detail
+
+
+def test_mitogen_strategy_is_used_when_installed(monkeypatch, tmp_path):
+    package = tmp_path / "ansible_mitogen"
+    (package / "plugins" / "strategy").mkdir(parents=True)
+    spec = provision.importlib.util.spec_from_file_location(
+        "ansible_mitogen", package / "__init__.py"
+    )
+    monkeypatch.setattr(provision.importlib.util, "find_spec", lambda name: spec)
+    env = provision.strategy_env({})
+    assert env == {
+        "ANSIBLE_STRATEGY_PLUGINS": str(package / "plugins" / "strategy"),
+        "ANSIBLE_STRATEGY": "mitogen_linear",
+    }
+    assert provision.strategy_env({"KAFKALAB_MITOGEN": "0"}) == {}
+
+
+def test_stock_strategy_without_mitogen(monkeypatch):
+    monkeypatch.setattr(provision.importlib.util, "find_spec", lambda name: None)
+    assert provision.strategy_env({}) == {}
+
+
+def test_project_setup_installs_mitogen_and_its_strategy(monkeypatch):
+    """pyproject lists mitogen, so the venv has it: its linear strategy is where
+    strategy_env points Ansible."""
+    monkeypatch.delenv("KAFKALAB_MITOGEN", raising=False)
+    strategies = provision.mitogen_strategy_dir()
+    assert strategies is not None, "mitogen missing: pip install -e '.[dev]' again"
+    assert (strategies / "mitogen_linear.py").is_file()
+    assert provision.strategy_env({})["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    assert "ANSIBLE_STRATEGY" not in provision.ansible_env()  # ad-hoc runs keep the stock one
