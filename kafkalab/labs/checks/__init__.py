@@ -1,19 +1,30 @@
 """The check kinds a lab.yml may use, registered by their modules: `topics` (topics,
-records, keys, consumer groups) and `failover` (brokers, replicas, leaders, the metadata
-quorum); `base` says what a kind is. Here: validating a check's params, running one,
-noting the baselines a lab's checks compare with.
+records, keys, consumer groups), `failover` (brokers, replicas, leaders, the metadata
+quorum) and `streams` (a Kafka Streams application's counts); `base` says what a kind
+is. Here: validating a check's params, running one, noting the baselines a lab's checks
+compare with.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.labs.checks import failover, topics
+from kafkalab.labs.checks import failover, streams, topics
 from kafkalab.labs.checks.base import KINDS, Unmet, Verdict, validate
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import CheckSpec
 
-__all__ = ["KINDS", "Verdict", "applicable", "baselines", "failover", "run", "topics", "validate"]
+__all__ = [
+    "KINDS",
+    "Verdict",
+    "applicable",
+    "baselines",
+    "failover",
+    "run",
+    "streams",
+    "topics",
+    "validate",
+]
 
 
 def applicable(ctx: LabContext) -> list[CheckSpec]:
