@@ -105,3 +105,27 @@ def test_no_jdk_is_one_clear_error(
     monkeypatch.setattr(streams_app.shutil, "which", lambda _name: None)
     with pytest.raises(KafkalabError, match=r"needs a JDK .*openjdk-17-jdk-headless"):
         streams_app.resolve_streams_app(VERSION, source, tmp_path / "cache")
+
+
+def test_the_build_runs_mvn_on_the_cache_repository_with_strict_checksums(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real mvn_run, with subprocess faked: the goals, the Kafka version, the cache's
+    own local repository; a failed build leaves nothing in the cache."""
+    import subprocess
+
+    seen: list[list[str]] = []
+
+    def mvn_fails(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1, "", "[ERROR] Could not resolve kafka-streams")
+
+    monkeypatch.setattr(subprocess, "run", mvn_fails)
+    monkeypatch.setattr(streams_app.shutil, "which", lambda _name: "/usr/bin/javac")
+    cache = tmp_path / "cache"
+    with pytest.raises(KafkalabError, match="Could not resolve kafka-streams"):
+        streams_app.resolve_streams_app(VERSION, source, cache)
+    cmd = seen[-1]
+    assert "--strict-checksums" in cmd and f"-Dmaven.repo.local={cache / 'm2'}" in cmd
+    assert cmd[-3:] == ["package", "dependency:copy-dependencies", f"-Dkafka.version={VERSION}"]
+    assert not list((cache / "streams-app").glob("*.tgz"))
