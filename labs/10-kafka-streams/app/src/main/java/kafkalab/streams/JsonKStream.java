@@ -36,6 +36,10 @@ public class JsonKStream {
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
+        // Kafka Streams keeps a closed instance in its group until the session times out
+        // (it expects the instance back soon); a lab's application is stopped to be reset,
+        // so it leaves the group when it closes, as a plain consumer does
+        props.put(StreamsConfig.consumerPrefix("internal.leave.group.on.close"), true);
         if (stateDir != null) {
             props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         }
