@@ -33,10 +33,10 @@ def test_lab_on_kraft(cluster, lab):
 @pytest.mark.parametrize("cluster", ["kraft"], indirect=True)
 def test_lab_10_kafka_streams_on_kraft(cluster):
     """Lab 10's application (built by `make setup-test`'s fetch) on the KRaft labs' cluster:
-    the walk, and what the learner sees in solve: the changelog topic, no repartition topic
-    (groupByKey keeps the key), the Long counts printed as numbers."""
+    the walk (its check compares every count with rides.csv), and what the learner sees in
+    solve: the changelog topic, no repartition topic (groupByKey keeps the key), the Long
+    counts printed as numbers."""
     solved = start_check_solve_reset(cluster, "10")
-    assert "[watch] caught up" in solved, solved[-3000:]
     unwrapped = re.sub(r"\s+", "", solved)  # the console folds the long topic names
     assert kstreams.CHANGELOG in unwrapped
     assert "-repartition" not in unwrapped
