@@ -13,9 +13,10 @@ setup:
 setup-vm: setup
 	$(SUDO) ./scripts/setup-vm.sh
 
-# Everything `make test` uses, fetched before pytest: also Spark (streaming tier) and the box.
+# Everything `make test` uses, fetched before pytest: also Spark (streaming tier), lab 10's
+# Kafka Streams application and the box.
 setup-test: setup setup-vm
-	$(SUDO) .venv/bin/kafkalab fetch --with spark
+	$(SUDO) .venv/bin/kafkalab fetch --with spark --streams
 
 up: setup
 	$(SUDO) .venv/bin/kafkalab up

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(systemd-container mmdebstrap iproute2 openssh-client openjdk-17-jre-headless maven python3-venv)
+APT_PACKAGES=(systemd-container mmdebstrap iproute2 openssh-client openjdk-17-jdk-headless maven python3-venv)
 
 # shellcheck source=lib/common.sh
 . scripts/lib/common.sh

@@ -1,5 +1,6 @@
-"""Jars from Maven Central: `mvn dependency:copy-dependencies` with the cache's own local
-repository (`<cache>/m2`), offline first, strict checksums, one mvn at a time."""
+"""Jars from Maven Central (`mvn dependency:copy-dependencies`) and builds against them
+(`mvn_run`), with the cache's own local repository (`<cache>/m2`), offline first, strict
+checksums, one mvn at a time."""
 
 from __future__ import annotations
 
@@ -30,12 +31,27 @@ def mvn_copy_dependencies(
     mvn at a time uses the local repository (the lock), which Maven does not guard.
 
     `what` names the thing fetched in errors, `hint` says what to do instead."""
+    goals = [
+        f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+        f"-DoutputDirectory={out}",
+        "-DincludeScope=runtime",
+    ]
+    mvn_run(pom, goals, cache, what, hint, settings)
+
+
+def mvn_run(
+    pom: Path, goals: list[str], cache: Path, what: str, hint: str, settings: Path | None = None
+) -> None:
+    """`mvn <goals>` on `pom` with the cache's own local repository (`<cache>/m2`), as
+    mvn_copy_dependencies does: offline first, strict checksums, one mvn at a time."""
     m2 = cache / "m2"
     with cache_lock(m2, "the Maven repository of the cache"):
-        _run_mvn(m2, pom, out, what, hint, settings)
+        _run_mvn(m2, pom, goals, what, hint, settings)
 
 
-def _run_mvn(m2: Path, pom: Path, out: Path, what: str, hint: str, settings: Path | None) -> None:
+def _run_mvn(
+    m2: Path, pom: Path, goals: list[str], what: str, hint: str, settings: Path | None
+) -> None:
     base = [
         "mvn",
         "-B",
@@ -45,9 +61,7 @@ def _run_mvn(m2: Path, pom: Path, out: Path, what: str, hint: str, settings: Pat
         "-f",
         str(pom),
         f"-Dmaven.repo.local={m2}",
-        f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-        f"-DoutputDirectory={out}",
-        "-DincludeScope=runtime",
+        *goals,
     ]
     attempts = [[*base, "-o"], base] if m2.is_dir() else [base]
     output = ""

@@ -13,6 +13,7 @@ from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.artifacts import kafka_python as kafka_python_artifact
 from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
+from kafkalab.artifacts import streams_app
 from kafkalab.cli.cluster import InventoryFile, TopologyFile
 from kafkalab.targets import image
 
@@ -22,6 +23,9 @@ def fetch(
     with_: Annotated[
         str | None, typer.Option("--with", help="also the extra hosts' artifacts: spark,ksqldb")
     ] = None,
+    streams: Annotated[
+        bool, typer.Option("--streams", help="also build lab 10's Kafka Streams application")
+    ] = False,
 ) -> None:
     """Fill the cache (Kafka artifact, kafka-python wheel, base image, Spark) so `up` needs
     no network."""
@@ -35,6 +39,9 @@ def fetch(
         render.ok(f"Spark: {spark_artifact.resolve_spark(progress=render.step)}")
     if "ksqldb" in topo.extra_hosts:
         render.ok(f"ksqlDB: {ksqldb_artifact.resolve_ksqldb()}")
+    if streams:
+        app = streams_app.resolve_streams_app(topo.kafka_version, progress=render.step)
+        render.ok(f"lab 10's Kafka Streams application: {app}")
 
 
 def doctor(inventory: InventoryFile = None) -> None:

@@ -117,6 +117,11 @@ def consumed(msg: Message) -> Consumed:
 def read_to_end(bootstrap: str, topic: str, group: str, timeout: float = 60) -> list[Consumed]:
     """Every record of `topic`, from the beginning to the end its partitions have now
     (nothing when there is no such topic); an error when that takes over `timeout`."""
+    return [consumed(msg) for msg in messages_to_end(bootstrap, topic, group, timeout)]
+
+
+def messages_to_end(bootstrap: str, topic: str, group: str, timeout: float = 60) -> list[Message]:
+    """read_to_end's records as the client gives them (keys and values as bytes)."""
     consumer = clients.consumer(bootstrap, group, {"enable.auto.commit": False})
     try:
         meta = consumer.list_topics(topic, timeout=15).topics.get(topic)
@@ -128,16 +133,15 @@ def read_to_end(bootstrap: str, topic: str, group: str, timeout: float = 60) -> 
             if high > low:
                 ends[p] = high
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
-        out: list[Consumed] = []
+        out: list[Message] = []
         deadline = time.monotonic() + timeout
         while ends and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=1.0):
                 if msg.error():
                     continue
-                rec = consumed(msg)
-                out.append(rec)
-                if rec.offset + 1 >= ends.get(rec.partition, 0):
-                    ends.pop(rec.partition, None)
+                out.append(msg)
+                if (msg.offset() or 0) + 1 >= ends.get(msg.partition() or 0, 0):
+                    ends.pop(msg.partition() or 0, None)
     finally:
         consumer.close()
     if ends:

@@ -59,12 +59,12 @@ def test_make_up_fetches_nothing_for_spark_or_vms(tmp_path: Path) -> None:
     assert not any("spark" in line or "setup-vm" in line or "box" in line for line in lines)
 
 
-def test_make_test_prepares_spark_and_the_box_before_pytest(tmp_path: Path) -> None:
+def test_make_test_prepares_spark_the_streams_app_and_the_box_before_pytest(tmp_path: Path) -> None:
     lines = dry_run("test", 0, tmp_path)
     pytest_at = lines.index(".venv/bin/pytest")
     assert pytest_at == len(lines) - 1
     assert lines.index("./scripts/setup-vm.sh") < pytest_at  # it builds the box
-    assert lines.index(".venv/bin/kafkalab fetch --with spark") < pytest_at
+    assert lines.index(".venv/bin/kafkalab fetch --with spark --streams") < pytest_at
 
 
 def test_setup_script_fetches_only_what_the_default_lab_needs(tmp_path: Path) -> None:
