@@ -41,7 +41,10 @@ def test_without_localhost_brokers_listen_on_the_lab_address_only(lab, controlle
     assert props["advertised.listeners"] == "PLAINTEXT://10.77.0.12:9092"
 
 
-HOST_LISTENER = {"kafka_host_listener_port": 29092, "kafka_host_listener_advertised": "localhost:9093"}
+HOST_LISTENER = {
+    "kafka_host_listener_port": 29092,
+    "kafka_host_listener_advertised": "localhost:9093",
+}
 
 
 @pytest.mark.parametrize(
