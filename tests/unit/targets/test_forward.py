@@ -147,3 +147,19 @@ def test_a_pid_file_naming_another_process_is_not_trusted(tmp_path: Path):
     assert forward.stop(tmp_path) is None  # and never signalled
     (tmp_path / forward.PID_FILE).write_text("not json")
     assert forward.running(tmp_path) is None
+
+
+def test_down_stops_the_labs_forwarder(lab_ns, tmp_path: Path):
+    inner, stop_echo = echo_server(lab_ns)
+    host = free_port()
+    state = tmp_path / "lab"
+    plan = [Forward("kafka1", host, "host_kafka_port", "127.0.0.1", inner)]
+    try:
+        pid = forward.start(state, lab_ns, plan)["pid"]
+        EmbeddedCluster(state).down(False, lambda _m: None)
+        gone = not Path(f"/proc/{pid}").exists()  # before the clean-up below could stop it
+        forward.listen(host).close()  # and its port is free
+    finally:
+        forward.stop(state)
+        stop_echo()
+    assert gone
