@@ -64,12 +64,13 @@ class Cluster:
         )
 
     def kafkalab(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kafkalab", *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-        )
+        def run() -> subprocess.CompletedProcess[str]:
+            cmd = [sys.executable, "-m", "kafkalab", *args]
+            return subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+
+        # `up` and `down` run where a learner runs them, on the host: the lab's forwarded
+        # ports are bound there (the main thread is in the lab's namespace).
+        proc = host_side.on_host(run) if args[:1] in (("up",), ("down",)) else run()
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"

@@ -174,7 +174,8 @@ class EmbeddedCluster(InventoryCluster):
         start = time.monotonic()
         self.check_compatible(topo)
         netns.check_ours(self.ns, self._saved().get("netns"), self.state)
-        forward.check_ports(self.state, topo)  # a taken host port: one line, nothing touched
+        if provision_hosts:  # a taken host port: one line, nothing touched
+            forward.check_ports(self.state, topo)
         archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
         extra_archives = {
             "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress),
@@ -200,16 +201,13 @@ class EmbeddedCluster(InventoryCluster):
         )
         inventory.write(data, self.inventory_path)
         self._hosts = None  # read again: the inventory may have changed
-        forward.start(self.state, self.ns, forward.plan(topo))  # or keeps the running one
         if not provision_hosts:
             return UpResult(0, time.monotonic() - start, provision.Recap())
         progress("provisioning with ansible/site.yml (first run: a few minutes)")
-        recap = provision.run_playbook(
-            self.inventory_path,
-            self.state / "logs" / "provision.log",
-            self.ns,
-            on_task=lambda name: progress(f"  {name}"),
-        )
+        log = self.state / "logs" / "provision.log"
+        on_task = lambda name: progress(f"  {name}")  # noqa: E731
+        recap = provision.run_playbook(self.inventory_path, log, self.ns, on_task=on_task)
+        forward.start(self.state, self.ns, forward.plan(topo))  # or keeps the one running
         return UpResult(recap.changed, time.monotonic() - start, recap)
 
     def start_machines(self, names: list[str] | None = None) -> None:
