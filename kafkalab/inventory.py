@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from kafkalab.errors import KafkalabError
 from kafkalab.topology import (
     EXTRA_HOSTS,
+    HOST_LISTENER_PORT,
     MODES,
     SUPPORTED_KAFKA_VERSIONS,
     Machine,
@@ -31,10 +32,13 @@ def build(
     kafka_archive: Path | None,
     address_of: dict[str, str] | None = None,
     archives: dict[str, Path] | None = None,
+    host_listener: bool = False,
 ) -> dict[str, Any]:
     """Inventory data: `connection` holds per-target settings (user, key, ssh args);
     `address_of` maps a host to how Ansible reaches it when that is not its lab address;
-    `archives` maps a role's archive variable (e.g. spark_archive) to its file in the cache."""
+    `archives` maps a role's archive variable (e.g. spark_archive) to its file in the cache;
+    `host_listener`: each broker gets a PLAINTEXT_HOST listener advertised as
+    localhost:<its host port> (the embedded lab, whose ports kafkalab forwards)."""
     address_of = address_of or {}
     children: dict[str, Any] = {group: {"hosts": {}} for group in GROUPS}
     zk_ids = 0
@@ -51,6 +55,13 @@ def build(
         "kafka_scala_version": "2.13",
         "kafka_heap_opts": f"-Xmx{topo.kafka_heap_mb}m -Xms{topo.kafka_heap_mb}m",
     }
+    if host_listener:
+        vars_["kafka_host_listener_port"] = HOST_LISTENER_PORT
+        for i, m in enumerate(n for n in topo.machines() if "kafka_broker" in n.groups):
+            port = topo.host_kafka_port + i
+            children["kafka_broker"]["hosts"][m.name]["kafka_host_listener_advertised"] = (
+                f"localhost:{port}"
+            )
     if kafka_archive is not None:
         vars_["kafka_archive"] = str(kafka_archive)
     vars_.update({var: str(path) for var, path in (archives or {}).items()})

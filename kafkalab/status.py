@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafkalab.kafka import quorum, tools
+from kafkalab.targets import forward
 from kafkalab.targets.cluster import InventoryCluster
 
 SERVICES = {
@@ -92,6 +93,8 @@ def collect(cluster: InventoryCluster) -> dict[str, Any]:
         r["leader"] = _leader_mark(r, lead)
     # "lab" is the key `status --json` has always had for the cluster; "target" says which.
     lab = {"netns": cluster.ns, **lead, "state": str(cluster.state)}
+    # The embedded lab's host ports (kafkalab.targets.forward), while its forwarder runs.
+    lab["forwarded"] = forward.urls(cluster.state) if cluster.kind == "embedded" else {}
     return {"lab": lab, "target": target, "machines": rows}
 
 

@@ -38,6 +38,11 @@ EXTRA_HOST_OFFSET = 21
 PRIVATE_NETWORKS = tuple(
     ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")
 )
+# Ports on the host's 127.0.0.1 that kafkalab forwards into the lab (kafkalab.targets.forward):
+# kafka<N> on host_kafka_port + N - 1 (advertised to clients as localhost:<that port>).
+PORT_RANGE = (1024, 65535)
+# The brokers' PLAINTEXT_HOST listener inside each machine, which the forwarded ports reach.
+HOST_LISTENER_PORT = 29092
 NETWORK_RULE = (
     "must be a private IPv4 network of /26 or larger (RFC 1918: inside 10.0.0.0/8, "
     "172.16.0.0/12 or 192.168.0.0/16), e.g. 10.77.0.0/24"
@@ -58,6 +63,11 @@ class Topology(BaseModel):
     kafka_heap_mb: int = Field(512, ge=128, strict=True)
     extra_hosts: list[Literal["spark", "ksqldb"]] = Field(default_factory=list)
     network: str = "10.77.0.0/24"
+    # Host ports (127.0.0.1) forwarded into the lab; the seeds' notebooks use these.
+    host_kafka_port: int = Field(9092, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
+    host_spark_ui_port: int = Field(8080, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
+    host_spark_job_ui_port: int = Field(4040, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
+    host_ksqldb_port: int = Field(8788, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
 
     @field_validator("kafka_version")
     @classmethod
@@ -108,6 +118,34 @@ class Topology(BaseModel):
         if self.mode == "zookeeper" and self.controllers:
             raise ValueError("controllers is a KRaft setting; use controllers: 0 with zookeeper")
         return self
+
+    @model_validator(mode="after")
+    def _host_ports_apart(self) -> Topology:
+        seen: dict[int, str] = {}
+        for port, setting in self.host_ports():
+            if port > PORT_RANGE[1]:
+                raise ValueError(
+                    f"host_kafka_port {self.host_kafka_port} + {self.brokers - 1} (one port "
+                    f"per broker) passes {PORT_RANGE[1]}; use a lower host_kafka_port"
+                )
+            if port in seen:
+                raise ValueError(
+                    f"{setting} and {seen[port]} both use host port {port}; give each its own "
+                    f"(host_kafka_port takes one port per broker: {self.host_kafka_port}.."
+                    f"{self.host_kafka_port + self.brokers - 1})"
+                )
+            seen[port] = setting
+        return self
+
+    def host_ports(self) -> list[tuple[int, str]]:
+        """Every host port this lab forwards, with the setting that gives it."""
+        out = [(self.host_kafka_port + i, "host_kafka_port") for i in range(self.brokers)]
+        if "spark" in self.extra_hosts:
+            out += [(self.host_spark_ui_port, "host_spark_ui_port")]
+            out += [(self.host_spark_job_ui_port, "host_spark_job_ui_port")]
+        if "ksqldb" in self.extra_hosts:
+            out += [(self.host_ksqldb_port, "host_ksqldb_port")]
+        return out
 
     # -- derived layout ---------------------------------------------------------------
 

@@ -23,7 +23,8 @@ import pytest
 
 from kafkalab import inventory
 from kafkalab.paths import repo_root
-from kafkalab.targets import netns
+from kafkalab.targets import forward, netns
+from tests import host_side  # captures the host's namespace before a fixture leaves it
 
 # testinfra's ansible backend calls ansible-inventory: use the venv's.
 os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
@@ -63,12 +64,13 @@ class Cluster:
         )
 
     def kafkalab(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kafkalab", *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-        )
+        def run() -> subprocess.CompletedProcess[str]:
+            cmd = [sys.executable, "-m", "kafkalab", *args]
+            return subprocess.run(cmd, capture_output=True, text=True, env=self.env)
+
+        # `up` and `down` run where a learner runs them, on the host: the lab's forwarded
+        # ports are bound there (the main thread is in the lab's namespace).
+        proc = host_side.on_host(run) if args[:1] in (("up",), ("down",)) else run()
         if check and proc.returncode != 0:
             raise AssertionError(
                 f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
@@ -90,7 +92,9 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     c = Cluster(mode, NETNS[mode], state, env, "")
     c.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     try:
-        up = c.kafkalab("up", "--mode", mode, check=False)
+        # Host ports of its own (tests/host_side.py), never a learner's 9092.
+        ports = host_side.topology_file(state.parent / f"{c.ns}-topology.yml")
+        up = c.kafkalab("up", "--mode", mode, "-t", str(ports), check=False)
         if up.returncode != 0:
             keep = state.parent / f"failed-{c.ns}"  # the lab's logs outlive its purge
             shutil.rmtree(keep, ignore_errors=True)
@@ -100,7 +104,13 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         netns.enter(c.ns)
         yield c
     finally:
+        held = forward.running(state)
         c.kafkalab("down", "--purge", check=False)
+        if held is not None:  # `down` stopped the lab's port forwarder, and its ports are free
+            assert forward.running(state) is None and not Path(f"/proc/{held['pid']}").exists()
+            host_side.on_host(
+                lambda: forward.check_free([forward.Forward(**f) for f in held["forwards"]])
+            )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -185,6 +185,16 @@ def status(
         ["host", "address", "roles", "machine", "services", "node id", "leads"],
         rows,
     )
+    for line in forwarded_lines(saved.get("forwarded", {})):
+        render.step(line)
+
+
+def forwarded_lines(forwarded: dict[str, str]) -> list[str]:
+    """What a client on this host reaches (the embedded lab's forwarded 127.0.0.1 ports)."""
+    brokers = [url for name, url in forwarded.items() if name.startswith("kafka")]
+    others = [f"{name} {url}" for name, url in forwarded.items() if not name.startswith("kafka")]
+    lines = [f"bootstrap {brokers[0]} (brokers: {','.join(brokers)})"] if brokers else []
+    return [f"from this host: {line}" for line in lines + others]
 
 
 def _target(t: dict[str, Any]) -> str:

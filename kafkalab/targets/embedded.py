@@ -2,8 +2,8 @@
 
 It is an inventory cluster (kafkalab.targets.cluster: its generated inventory, reached in
 its namespace) plus machine control. What boots a machine is kafkalab.targets.machines
-(and .boot, .rootfs), the network .netns, the state dir .statedir; this module puts them
-together for `up`, `down`, `start_machines` and whoever needs a machine of the cluster.
+(and .boot, .rootfs), the network .netns, the state dir .statedir, the host ports .forward;
+this module puts them together for `up`, `down`, `start_machines` and whoever needs a machine.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
-from kafkalab.targets import boot, image, netns, provision, ssh, statedir
+from kafkalab.targets import boot, forward, image, netns, provision, ssh, statedir
 from kafkalab.targets.cluster import InventoryCluster
 from kafkalab.targets.machines import EmbeddedMachine, stop_all, wait_ssh
 from kafkalab.topology import Topology
@@ -174,6 +174,8 @@ class EmbeddedCluster(InventoryCluster):
         start = time.monotonic()
         self.check_compatible(topo)
         netns.check_ours(self.ns, self._saved().get("netns"), self.state)
+        if provision_hosts:  # a taken host port: one line, nothing touched
+            forward.check_ports(self.state, topo)
         archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
         extra_archives = {
             "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress),
@@ -195,18 +197,17 @@ class EmbeddedCluster(InventoryCluster):
             ssh.ansible_vars(self.key, self.control_dir),
             archive,
             archives=extra_archives,
+            host_listener=True,
         )
         inventory.write(data, self.inventory_path)
         self._hosts = None  # read again: the inventory may have changed
         if not provision_hosts:
             return UpResult(0, time.monotonic() - start, provision.Recap())
         progress("provisioning with ansible/site.yml (first run: a few minutes)")
-        recap = provision.run_playbook(
-            self.inventory_path,
-            self.state / "logs" / "provision.log",
-            self.ns,
-            on_task=lambda name: progress(f"  {name}"),
-        )
+        log = self.state / "logs" / "provision.log"
+        on_task = lambda name: progress(f"  {name}")  # noqa: E731
+        recap = provision.run_playbook(self.inventory_path, log, self.ns, on_task=on_task)
+        forward.start(self.state, self.ns, forward.plan(topo))  # or keeps the one running
         return UpResult(recap.changed, time.monotonic() - start, recap)
 
     def start_machines(self, names: list[str] | None = None) -> None:
@@ -289,6 +290,7 @@ class EmbeddedCluster(InventoryCluster):
         damaged lab.json does not stop a purge (the machines are the dirs under machines/)."""
         if purge:
             statedir.check_ours(self.state)
+        forward.stop(self.state)
         try:
             saved = self._saved()
             machines = self.machines()
@@ -304,9 +306,8 @@ class EmbeddedCluster(InventoryCluster):
             progress(f"stopping {', '.join(m.name for m in running)}")
             stop_all(running)
             self._forget_ssh_connections()
-        for m in machines:  # a machine that stopped by itself left its cgroups too
-            if m not in running:
-                m.remove_cgroups()
+        for m in (m for m in machines if m not in running):  # stopped by itself: cgroups left
+            m.remove_cgroups()
         if not purge:
             return
         for m in machines:
@@ -374,10 +375,8 @@ class EmbeddedCluster(InventoryCluster):
         if self.key.exists():
             return
         self.key.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkalab", "-f", str(self.key)],
-            check=True,
-        )
+        keygen = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "kafkalab", "-f"]
+        subprocess.run([*keygen, str(self.key)], check=True)
 
     def _save(self, topo: Topology) -> None:
         self.state.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from kafkalab.paths import repo_root
 from kafkalab.streaming import spark as spark_mod
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
+from tests import host_side
 
 PREFIX = os.environ.get("KAFKALAB_TEST_NS", "kltest")
 NETNS = f"{PREFIX}-spark"
@@ -95,7 +96,9 @@ def streaming_lab() -> Iterator[StreamingLab]:
     try:
         started = time.monotonic()
         extra = "spark,ksqldb" if ksqldb_artifact.cached() else "spark"
-        lab.kafkalab("up", "--mode", "kraft", "--brokers", str(BROKERS), "--with", extra)
+        ports = host_side.topology_file(state.parent / f"{NETNS}-topology.yml")  # not 9092
+        up = ["up", "--mode", "kraft", "--brokers", str(BROKERS), "--with", extra]
+        lab.kafkalab(*up, "-t", str(ports))
         lab.timings = {"spark artifact": fetched, "lab up": time.monotonic() - started}
         lab.cluster = EmbeddedCluster(state)
         lab.cluster.ns = NETNS

@@ -59,3 +59,19 @@ def test_extra_hosts_get_cp_ansible_groups():
     assert list(children["spark_worker"]["hosts"]) == ["spark1"]
     assert list(children["ksqldb"]["hosts"]) == ["ksql1"]
     assert children["ksqldb"]["hosts"]["ksql1"]["kafkalab_address"] == "10.77.0.22"
+
+
+def test_the_host_listener_is_the_embedded_labs_only():
+    topo = topology.load(overrides={"mode": "zookeeper", "host_kafka_port": 19092})
+    plain = inventory.build(topo, {}, None)
+    assert "kafka_host_listener_port" not in plain["all"]["vars"]
+    assert not any("kafka_host_listener_advertised" in hv for hv in inventory.hosts(plain).values())
+    data = inventory.build(topo, {}, None, host_listener=True)
+    assert data["all"]["vars"]["kafka_host_listener_port"] == topology.HOST_LISTENER_PORT
+    merged = inventory.hosts(data)
+    advertised = {h: hv["kafka_host_listener_advertised"] for h, hv in merged.items()}
+    assert advertised == {
+        "kafka1": "localhost:19092",
+        "kafka2": "localhost:19093",
+        "kafka3": "localhost:19094",
+    }

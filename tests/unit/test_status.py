@@ -37,3 +37,20 @@ def test_status_names_the_inventory_and_what_does_not_answer(tmp_path: Path) -> 
     assert data["target"]["where"] == str(inventory) and data["target"]["netns"] is None
     assert data["machines"][0]["machine"] == "unreachable"
     assert data["machines"][0]["services"] == {"kafka": "unreachable"}
+    assert data["lab"]["forwarded"] == {}  # your own hosts: reached at their addresses
+    assert "from this host" not in table.stdout
+
+
+def test_status_says_what_this_host_reaches_through_the_forwarded_ports() -> None:
+    from kafkalab.cli.cluster import forwarded_lines
+
+    forwarded = {
+        "kafka1": "localhost:9092",
+        "kafka2": "localhost:9093",
+        "spark master UI": "http://127.0.0.1:8080",
+    }
+    assert forwarded_lines(forwarded) == [
+        "from this host: bootstrap localhost:9092 (brokers: localhost:9092,localhost:9093)",
+        "from this host: spark master UI http://127.0.0.1:8080",
+    ]
+    assert forwarded_lines({}) == []  # no forwarder running: nothing promised

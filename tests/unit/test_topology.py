@@ -297,3 +297,49 @@ def test_a_refused_change_touches_nothing(tmp_path: Path, monkeypatch):
         lab.up(topology.Topology(mode="zookeeper", brokers=3), lambda _msg: None)
     assert {p: p.read_bytes() for p in lab.state.rglob("*") if p.is_file()} == before
     assert not (lab.state / "machines").exists()
+
+
+# -- host ports (issue 13 item 2): forwarded from 127.0.0.1 into the lab -----------------
+
+
+def test_host_ports_default_to_the_seeds_and_follow_the_lab():
+    topo = topology.load(overrides={"extra_hosts": ["spark", "ksqldb"]})
+    assert topo.host_ports() == [
+        (9092, "host_kafka_port"),
+        (9093, "host_kafka_port"),
+        (9094, "host_kafka_port"),
+        (8080, "host_spark_ui_port"),
+        (4040, "host_spark_job_ui_port"),
+        (8788, "host_ksqldb_port"),
+    ]
+    assert [p for p, _ in topology.load(overrides={"brokers": 1}).host_ports()] == [9092]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "words"),
+    [
+        ({"host_kafka_port": 80}, ["host_kafka_port", "greater than or equal to 1024"]),
+        ({"host_ksqldb_port": 70000}, ["host_ksqldb_port", "less than or equal to 65535"]),
+        ({"host_kafka_port": "9092"}, ["host_kafka_port", "integer"]),
+        ({"host_kafka_port": 65534}, ["host_kafka_port 65534 + 2", "lower host_kafka_port"]),
+        (
+            {"extra_hosts": ["ksqldb"], "host_ksqldb_port": 9093},
+            ["host_ksqldb_port and host_kafka_port both use host port 9093", "9092..9094"],
+        ),
+        (
+            {"extra_hosts": ["spark"], "host_spark_job_ui_port": 8080},
+            ["host_spark_job_ui_port and host_spark_ui_port both use host port 8080"],
+        ),
+    ],
+)
+def test_bad_host_ports_give_one_clear_line(overrides, words):
+    with pytest.raises(KafkalabError) as exc:
+        topology.load(overrides=overrides)
+    assert "\n" not in str(exc.value)
+    for word in words:
+        assert word in str(exc.value)
+
+
+def test_ports_of_hosts_the_lab_does_not_have_do_not_collide():
+    topo = topology.load(overrides={"host_ksqldb_port": 9093, "host_spark_ui_port": 9092})
+    assert [p for p, _ in topo.host_ports()] == [9092, 9093, 9094]

@@ -41,6 +41,47 @@ def test_without_localhost_brokers_listen_on_the_lab_address_only(lab, controlle
     assert props["advertised.listeners"] == "PLAINTEXT://10.77.0.12:9092"
 
 
+HOST_LISTENER = {
+    "kafka_host_listener_port": 29092,
+    "kafka_host_listener_advertised": "localhost:9093",
+}
+
+
+@pytest.mark.parametrize(
+    ("lab", "controller", "protocols"),
+    [
+        ({"mode": "kraft"}, ",CONTROLLER://10.77.0.12:9093", "CONTROLLER:PLAINTEXT,"),
+        ({"mode": "zookeeper"}, "", ""),
+    ],
+)
+def test_the_host_listener_binds_the_lab_address_and_advertises_localhost(
+    lab, controller, protocols
+):
+    props = server("kafka2", lab, **HOST_LISTENER)
+    assert props["listeners"] == (
+        "PLAINTEXT://0.0.0.0:9092,PLAINTEXT_HOST://10.77.0.12:29092" + controller
+    )
+    assert props["advertised.listeners"] == (
+        "PLAINTEXT://10.77.0.12:9092,PLAINTEXT_HOST://localhost:9093"
+    )
+    assert props["listener.security.protocol.map"] == (
+        protocols + "PLAINTEXT:PLAINTEXT,PLAINTEXT_HOST:PLAINTEXT"
+    )
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"  # brokers talk on the lab address
+
+
+@pytest.mark.parametrize("lab", [{"mode": "kraft"}, {"mode": "zookeeper"}])
+def test_without_the_host_listener_there_is_no_plaintext_host(lab):
+    text = render("kafka", SERVER, "kafka2", [], lab)
+    assert "PLAINTEXT_HOST" not in text
+
+
+def test_dedicated_controllers_get_no_host_listener():
+    ctrl = server("controller1", {"mode": "kraft", "controllers": 3}, **HOST_LISTENER)
+    assert ctrl["listeners"] == "CONTROLLER://10.77.0.31:9093"
+    assert ctrl["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+
+
 def test_the_port_setting_moves_the_bound_listener_too():
     props = server("kafka1", None, kafka_broker_port=19092)
     assert props["listeners"] == "PLAINTEXT://0.0.0.0:19092,CONTROLLER://10.77.0.11:9093"

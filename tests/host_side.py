@@ -1,0 +1,74 @@
+"""The learner's desk in the tests: the network namespace pytest started in (the host's, where
+kafkalab's forwarder listens on 127.0.0.1) and host ports of a test lab's own.
+
+The cluster fixtures join their lab's namespace with the main thread; a client that must run
+on the host (a notebook against localhost:9092) runs in a thread moved back here. The
+namespace is captured when this module is imported: tests/conftest.py imports it, before
+any fixture joins a lab. A test lab's host ports are free ports picked at random, never
+the defaults, so a learner's lab on 9092 and a test run never meet.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import threading
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+
+from kafkalab.errors import KafkalabError
+from kafkalab.targets import forward, netns
+from kafkalab.topology import Topology
+
+T = TypeVar("T")
+HOST_NETNS = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+# Below Linux's ephemeral range (32768-60999), above the well-known services.
+PORTS = (20000, 32000)
+
+
+def on_host(fn: Callable[[], T]) -> T:
+    """Run `fn` in a thread in the host's namespace (the one pytest started in)."""
+    result: list[T] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(HOST_NETNS, netns.CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns to the host's namespace")
+            result.append(fn())
+        except BaseException as exc:
+            error.append(exc)
+
+    thread = threading.Thread(target=target, name="host-side")
+    thread.start()
+    thread.join()
+    if error:
+        raise error[0]
+    return result[0]
+
+
+def topology_file(path: Path, **settings: object) -> Path:
+    """A topology file with `settings` and host ports free on this host right now."""
+    for _ in range(50):
+        base = random.randrange(PORTS[0], PORTS[1] - 20)
+        ports = {
+            "host_kafka_port": base,
+            "host_spark_ui_port": base + 10,
+            "host_spark_job_ui_port": base + 11,
+            "host_ksqldb_port": base + 12,
+        }
+        # every port checked, whichever extra hosts the lab gets
+        topo = Topology.model_validate({**settings, **ports, "extra_hosts": ["spark", "ksqldb"]})
+        try:
+            on_host(partial(forward.check_free, forward.plan(topo)))
+        except KafkalabError:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump({**settings, **ports}, sort_keys=False))
+        return path
+    raise AssertionError(f"no free block of host ports in {PORTS}")
