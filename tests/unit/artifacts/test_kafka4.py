@@ -11,34 +11,12 @@ import pytest
 
 from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.artifacts.kafka import kafka_line, launcher_table, render_launchers, resolve_kafka
-from kafkalab.errors import KafkalabError
 from kafkalab.paths import package_data
 from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS
+from tests.unit.artifacts.launchers import USED
 
 VERSION = "4.3.1"
 TOP = f"kafka_2.13-{VERSION}"
-# What the labs, the failover and streaming tiers and the role call (kafkalab/kafka/tools.py,
-# labs/*/, ansible/roles/kafka/tasks/).
-USED = {
-    "kafka-run-class.sh",
-    "kafka-server-start.sh",
-    "kafka-server-stop.sh",
-    "kafka-storage.sh",
-    "kafka-topics.sh",
-    "kafka-console-producer.sh",
-    "kafka-console-consumer.sh",
-    "kafka-consumer-groups.sh",
-    "kafka-get-offsets.sh",
-    "kafka-broker-api-versions.sh",
-    "kafka-metadata-quorum.sh",
-    "kafka-reassign-partitions.sh",
-    "kafka-leader-election.sh",
-    "kafka-producer-perf-test.sh",
-    "kafka-consumer-perf-test.sh",
-    "kafka-configs.sh",
-    "kafka-dump-log.sh",
-    "kafka-features.sh",
-}
 
 
 def test_4x_is_supported_and_3_9_2_stays() -> None:
@@ -78,9 +56,8 @@ def test_the_4x_line_logs_through_log4j2_and_has_no_zookeeper() -> None:
     ]
 
 
-def test_a_line_kafkalab_does_not_know_is_refused() -> None:
-    with pytest.raises(KafkalabError, match=r"3\.x and 4\.x, not 5\.0\.0"):
-        kafka_line("5.0.0")
+def test_releases_before_4_assemble_as_3x_and_the_rest_as_4x() -> None:
+    assert kafka_line("2.8.2") == kafka_line("3.9.2") != kafka_line("4.0.0") == kafka_line("5.0.0")
 
 
 # --- the real thing ----------------------------------------------------------------------
