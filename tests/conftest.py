@@ -5,7 +5,9 @@ cluster tiers) runs against KRaft first, then ZooKeeper; pytest tears the KRaft 
 down before it brings the ZooKeeper one up. A test for one mode only says so with
 `@pytest.mark.parametrize("cluster", ["kraft"], indirect=True)`. The main thread
 joins the lab's network namespace, so testinfra's ssh and the Python clients reach
-the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs.
+the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs;
+KAFKALAB_TEST_KAFKA_VERSION (e.g. 4.3.1) runs the KRaft lab on that Kafka release (the
+ZooKeeper lab stays on the default 3.9.2: 4.0 removed ZooKeeper).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 from kafkalab import inventory
 from kafkalab.paths import repo_root
 from kafkalab.targets import netns
+from kafkalab.topology import has_zookeeper
 
 # testinfra's ansible backend calls ansible-inventory: use the venv's.
 os.environ["PATH"] = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
@@ -32,6 +35,18 @@ MODES = ("kraft", "zookeeper")
 # Several checkouts or developers may run the cluster tier at once: give each a prefix.
 PREFIX = os.environ.get("KAFKALAB_TEST_NS", "kltest")
 NETNS = {"kraft": f"{PREFIX}-kraft", "zookeeper": f"{PREFIX}-zk"}
+KAFKA_VERSION = os.environ.get("KAFKALAB_TEST_KAFKA_VERSION", "")
+
+
+def up_args(mode: str, state: Path) -> list[str]:
+    """`kafkalab up` of the test lab of this mode: the default release, or
+    KAFKALAB_TEST_KAFKA_VERSION's through a topology file where the release has the mode."""
+    if not KAFKA_VERSION or (mode == "zookeeper" and not has_zookeeper(KAFKA_VERSION)):
+        return ["up", "--mode", mode]
+    topology = state.parent / f"{state.name}.yml"
+    topology.parent.mkdir(parents=True, exist_ok=True)
+    topology.write_text(f"mode: {mode}\nkafka_version: {KAFKA_VERSION!r}\n")
+    return ["up", "-t", str(topology)]
 
 
 @dataclass
@@ -90,7 +105,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     c = Cluster(mode, NETNS[mode], state, env, "")
     c.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     try:
-        up = c.kafkalab("up", "--mode", mode, check=False)
+        up = c.kafkalab(*up_args(mode, state), check=False)
         if up.returncode != 0:
             keep = state.parent / f"failed-{c.ns}"  # the lab's logs outlive its purge
             shutil.rmtree(keep, ignore_errors=True)
