@@ -5,7 +5,9 @@ cluster tiers) runs against KRaft first, then ZooKeeper; pytest tears the KRaft 
 down before it brings the ZooKeeper one up. A test for one mode only says so with
 `@pytest.mark.parametrize("cluster", ["kraft"], indirect=True)`. The main thread
 joins the lab's network namespace, so testinfra's ssh and the Python clients reach
-the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs.
+the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs;
+KAFKALAB_TEST_KAFKA_VERSION (e.g. 4.3.1) runs the KRaft lab on that Kafka release (the
+ZooKeeper lab stays on the default 3.9.2: 4.0 removed ZooKeeper).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pytest
 from kafkalab import inventory
 from kafkalab.paths import repo_root
 from kafkalab.targets import forward, netns
+from kafkalab.topology import has_zookeeper
 from tests import host_side  # captures the host's namespace before a fixture leaves it
 
 # testinfra's ansible backend calls ansible-inventory: use the venv's.
@@ -33,6 +36,15 @@ MODES = ("kraft", "zookeeper")
 # Several checkouts or developers may run the cluster tier at once: give each a prefix.
 PREFIX = os.environ.get("KAFKALAB_TEST_NS", "kltest")
 NETNS = {"kraft": f"{PREFIX}-kraft", "zookeeper": f"{PREFIX}-zk"}
+KAFKA_VERSION = os.environ.get("KAFKALAB_TEST_KAFKA_VERSION", "")
+
+
+def lab_settings(mode: str) -> dict[str, str]:
+    """The topology of the test lab of this mode: the default release, or
+    KAFKALAB_TEST_KAFKA_VERSION's where that release has the mode."""
+    if not KAFKA_VERSION or (mode == "zookeeper" and not has_zookeeper(KAFKA_VERSION)):
+        return {"mode": mode}
+    return {"mode": mode, "kafka_version": KAFKA_VERSION}
 
 
 @dataclass
@@ -93,8 +105,10 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     c.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     try:
         # Host ports of its own (tests/host_side.py), never a learner's 9092.
-        ports = host_side.topology_file(state.parent / f"{c.ns}-topology.yml")
-        up = c.kafkalab("up", "--mode", mode, "-t", str(ports), check=False)
+        topology = host_side.topology_file(
+            state.parent / f"{c.ns}-topology.yml", **lab_settings(mode)
+        )
+        up = c.kafkalab("up", "--mode", mode, "-t", str(topology), check=False)
         if up.returncode != 0:
             keep = state.parent / f"failed-{c.ns}"  # the lab's logs outlive its purge
             shutil.rmtree(keep, ignore_errors=True)

@@ -47,6 +47,34 @@ _RUN_CLASS_CALL = re.compile(
 )
 
 
+@dataclass(frozen=True)
+class Line:
+    """What an assembly of one Kafka line is made of: the pom (kafkalab/data/maven/), the
+    config dir copied in as `config/`, and the server's default logging option."""
+
+    pom: str
+    config: str
+    server_log4j_opts: str
+
+
+# 4.0 moved from log4j 1 (reload4j) to log4j2 and left ZooKeeper out; the pom comments say
+# which jars each line takes. `$base_dir` is the launcher's own variable (server.sh.in).
+LINES = {
+    3: Line(
+        "pom.xml.in", "config", "-Dlog4j.configuration=file:$base_dir/../config/log4j.properties"
+    ),
+    4: Line(
+        "pom-4.xml.in", "config-4", "-Dlog4j2.configurationFile=$base_dir/../config/log4j2.yaml"
+    ),
+}
+
+
+def kafka_line(version: str) -> Line:
+    """The assembly of this Kafka version's line: before 4.0 the 3.x one, else the 4.x one
+    (the newest kafkalab knows; a release Maven Central lacks fails there, with the fix)."""
+    return LINES[3] if int(version.split(".", 1)[0]) < 4 else LINES[4]
+
+
 def official_name(version: str, scala: str = DEFAULT_SCALA) -> str:
     return f"kafka_{scala}-{version}.tgz"
 
@@ -155,6 +183,7 @@ def launcher_table() -> list[Launcher]:
 def render_launchers(version: str, classes: set[str]) -> dict[str, str]:
     """The `bin/` scripts for a distribution whose jars hold `classes` (dotted names)."""
     templates = package_data() / "launchers"
+    log4j_opts = kafka_line(version).server_log4j_opts
     scripts: dict[str, str] = {}
     missing: list[str] = []
     for launcher in launcher_table():
@@ -176,6 +205,7 @@ def render_launchers(version: str, classes: set[str]) -> dict[str, str]:
             usage=launcher.usage,
             pattern=re.escape(main_class),
             what="Kafka server" if main_class == "kafka.Kafka" else "ZooKeeper server",
+            log4j_opts=log4j_opts,
         )
     if missing:
         raise KafkalabError(
@@ -189,13 +219,14 @@ def assemble_from_maven(version: str, scala: str, cache: Path, say: Progress) ->
     """Build `kafka_<scala>-<version>-maven.tgz` from Maven Central jars and our launchers."""
     target = cache / assembled_name(version, scala)
     top = f"kafka_{scala}-{version}"
+    line = kafka_line(version)
     cache.mkdir(parents=True, exist_ok=True)
     say(f"assembling Kafka {version} from Maven Central (first time: ~1 min)")
     with tempfile.TemporaryDirectory(prefix=".assemble-", dir=cache) as tmp:
         work = Path(tmp)
         pom = work / "pom.xml"
         pom.write_text(
-            Template((package_data() / "maven" / "pom.xml.in").read_text()).substitute(
+            Template((package_data() / "maven" / line.pom).read_text()).substitute(
                 version=version, scala=scala
             )
         )
@@ -206,7 +237,7 @@ def assemble_from_maven(version: str, scala: str, cache: Path, say: Progress) ->
         bin_dir.mkdir()
         for name, text in render_launchers(version, _classes_in(libs.glob("*.jar"))).items():
             (bin_dir / name).write_text(text)
-        shutil.copytree(package_data() / "maven" / "config", dist / "config")
+        shutil.copytree(package_data() / "maven" / line.config, dist / "config")
         partial = work / target.name
         write_tarball(dist, partial)
         record_and_replace(partial, target)

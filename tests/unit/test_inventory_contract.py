@@ -153,6 +153,15 @@ def test_a_bad_all_var(var: str, value: Any, expected: str) -> None:
     assert one_line(data).startswith(expected)
 
 
+def test_zookeeper_mode_with_kafka_4_is_refused_on_the_version() -> None:
+    data = generated(mode="zookeeper")
+    data["all"]["vars"]["kafka_version"] = "4.3.1"
+    assert one_line(data) == (
+        "all: kafka_version: Kafka 4.3.1 has no ZooKeeper mode (Kafka 4.0 removed ZooKeeper):"
+        " use KRaft mode, or kafka_version 3.9.2 to keep ZooKeeper"
+    )
+
+
 @pytest.mark.parametrize("var", ["kafka_mode", "kafka_version"])
 def test_a_missing_all_var(var: str) -> None:
     data = generated()

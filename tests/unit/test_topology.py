@@ -59,6 +59,28 @@ def test_bad_values_give_one_clear_line(overrides, words):
         assert word in msg
 
 
+def test_zookeeper_on_kafka_4_is_refused_in_one_line_that_says_why_and_what_to_do():
+    with pytest.raises(KafkalabError) as exc:
+        topology.load(overrides={"mode": "zookeeper", "kafka_version": "4.3.1"})
+    assert "\n" not in str(exc.value)
+    assert str(exc.value).endswith(
+        ": kafka_version: Kafka 4.3.1 has no ZooKeeper mode (Kafka 4.0 removed ZooKeeper): use"
+        " KRaft mode, or kafka_version 3.9.2 to keep ZooKeeper"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "version"), [("kraft", "4.3.1"), ("kraft", "3.9.2"), ("zookeeper", "3.9.2")]
+)
+def test_both_lines_are_accepted_where_they_have_the_mode(mode: str, version: str):
+    topo = topology.load(overrides={"mode": mode, "kafka_version": version})
+    assert (topo.mode, topo.kafka_version) == (mode, version)
+
+
+def test_the_default_stays_on_3_9_2():
+    assert topology.Topology().kafka_version == "3.9.2"
+
+
 def test_bad_yaml_file(tmp_path: Path):
     f = tmp_path / "cluster.yml"
     f.write_text("mode: [kraft\n")

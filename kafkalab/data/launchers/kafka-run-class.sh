@@ -3,7 +3,8 @@
 # Part of a Kafka distribution assembled by kafkalab from Maven Central jars. It reads
 # the same environment as Apache Kafka's own bin/kafka-run-class.sh:
 #   JAVA_HOME, KAFKA_HEAP_OPTS (default -Xmx256M), KAFKA_JVM_PERFORMANCE_OPTS,
-#   KAFKA_OPTS, KAFKA_LOG4J_OPTS (default config/tools-log4j.properties), LOG_DIR
+#   KAFKA_OPTS, KAFKA_LOG4J_OPTS (default config/tools-log4j2.yaml in Kafka 4.x, which logs
+#   through log4j2, config/tools-log4j.properties in 3.x), LOG_DIR
 #   (default logs/), JMX_PORT, KAFKA_JMX_OPTS, CLASSPATH (appended to libs/*).
 set -e
 
@@ -21,7 +22,11 @@ if [ ! -d "$LOG_DIR" ]; then
   mkdir -p "$LOG_DIR"
 fi
 
-KAFKA_LOG4J_OPTS=${KAFKA_LOG4J_OPTS:-"-Dlog4j.configuration=file:$base_dir/config/tools-log4j.properties"}
+if [ -f "$base_dir/config/tools-log4j2.yaml" ]; then
+  KAFKA_LOG4J_OPTS=${KAFKA_LOG4J_OPTS:-"-Dlog4j2.configurationFile=$base_dir/config/tools-log4j2.yaml"}
+else
+  KAFKA_LOG4J_OPTS=${KAFKA_LOG4J_OPTS:-"-Dlog4j.configuration=file:$base_dir/config/tools-log4j.properties"}
+fi
 KAFKA_LOG4J_OPTS="-Dkafka.logs.dir=$LOG_DIR $KAFKA_LOG4J_OPTS"
 
 KAFKA_HEAP_OPTS=${KAFKA_HEAP_OPTS:-"-Xmx256M"}
