@@ -76,18 +76,7 @@ class Cluster:
         )
 
     def kafkalab(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        def run() -> subprocess.CompletedProcess[str]:
-            cmd = [sys.executable, "-m", "kafkalab", *args]
-            return subprocess.run(cmd, capture_output=True, text=True, env=self.env)
-
-        # `up` and `down` run where a learner runs them, on the host: the lab's forwarded
-        # ports are bound there (the main thread is in the lab's namespace).
-        proc = host_side.on_host(run) if args[:1] in (("up",), ("down",)) else run()
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-            )
-        return proc
+        return host_side.kafkalab(self.env, *args, check=check)
 
 
 def _env(mode: str) -> tuple[dict[str, str], Path]:

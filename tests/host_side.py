@@ -13,6 +13,8 @@ from __future__ import annotations
 import ctypes
 import os
 import random
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -72,3 +74,22 @@ def topology_file(path: Path, **settings: object) -> Path:
         path.write_text(yaml.safe_dump({**settings, **ports}, sort_keys=False))
         return path
     raise AssertionError(f"no free block of host ports in {PORTS}")
+
+
+def kafkalab(
+    env: dict[str, str], *args: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """`python -m kafkalab args` with `env`. `up` and `down` run where a learner runs them,
+    on the host: the lab's forwarded ports are bound there, whichever lab's namespace the
+    calling thread has joined (the fixtures' main thread has)."""
+
+    def run() -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "kafkalab", *args]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+    proc = on_host(run) if args[:1] in (("up",), ("down",)) else run()
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc

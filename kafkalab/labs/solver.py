@@ -5,6 +5,7 @@ they pass. Runs where the cluster is reached (kafkalab.labs.runner joins it).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -104,22 +105,29 @@ class Solver:
                 self.background[step.background] = Background(bg, out, shown)
                 render.detail(f"(running in the background as {step.background!r})", "dim")
                 return
+            # A session of its own, stopped whole: a step's script may start children (lab
+            # 10's starts a JVM) that would outlive a timeout or a Ctrl-C that ends only it.
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=repo_root(),
+                env=self._env(),
+            )
             try:
-                done = subprocess.run(
-                    argv,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    timeout=step.timeout,
-                    cwd=repo_root(),
-                    env=self._env(),
-                )
+                stdout, _ = proc.communicate(timeout=step.timeout)
             except subprocess.TimeoutExpired:
+                stop_group(proc)
                 raise KafkalabError(
                     f"step {step.title!r} did not finish within {step.timeout:.0f}s"
                 ) from None
-            render.output(done.stdout.decode(errors="replace"), step.show)
-            self._verdict(step, done.returncode)
+            except BaseException:
+                stop_group(proc)
+                raise
+            render.output(stdout.decode(errors="replace"), step.show)
+            self._verdict(step, proc.returncode)
 
     def _env(self) -> dict[str, str]:
         # A lab's scripts take their brokers and work dir from here: on the controller of a
@@ -184,3 +192,16 @@ class Solver:
                     + "; ".join(verdict.problems)
                 )
             time.sleep(UNTIL_TICK)
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 15) -> None:
+    """Stop a step and everything it started (its session's process group): SIGTERM first,
+    so a JVM runs its shutdown hooks (a Kafka Streams app leaves its group), then SIGKILL."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.communicate(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

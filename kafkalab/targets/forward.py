@@ -132,16 +132,29 @@ def _pid_file(state: Path) -> Path:
     return state / PID_FILE
 
 
+def _started(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat field 22): with
+    the PID it tells the process apart from a later one given the same PID."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
 def running(state: Path) -> dict[str, Any] | None:
-    """The forwarder's record (pid, ns, forwards) while that process still runs."""
+    """The forwarder's record (pid, ns, forwards) while that very process still runs: the
+    forwarder module serving the record's namespace, started when the record says."""
     try:
         record = json.loads(_pid_file(state).read_text())
         pid = int(record["pid"])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if MODULE.encode() not in cmdline:
+    if cmdline[1:4] != [b"-m", MODULE.encode(), str(record.get("ns")).encode()]:
         return None  # gone, and its PID given to another process
+    if _started(pid) != record.get("started"):
+        return None
     return dict(record)
 
 
@@ -164,15 +177,18 @@ def start(state: Path, ns: str, forwards: list[Forward]) -> dict[str, Any]:
             stderr=err,
             start_new_session=True,  # outlives `kafkalab up`; a Ctrl-C there leaves it be
         )
-        assert proc.stdout is not None
+    # Recorded before anything can interrupt the wait below, so `down` always finds it.
+    record = {"pid": proc.pid, "started": _started(proc.pid), "ns": ns, "forwards": wanted}
+    _pid_file(state).write_text(json.dumps(record) + "\n")
+    try:
         line = _first_line(proc, START_TIMEOUT)
+    except BaseException:
+        stop(state)
+        raise
     if line != "ready":
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        stop(state)
         proc.wait()
         raise KafkalabError(line or f"the port forwarder did not start: see {log}")
-    record = {"pid": proc.pid, "ns": ns, "forwards": wanted}
-    _pid_file(state).write_text(json.dumps(record) + "\n")
     return record
 
 

@@ -58,6 +58,9 @@ def test_kafka_service_and_ports(host, hostvars):
             assert host.socket(f"tcp://0.0.0.0:{port}").is_listening
         else:
             assert host.socket(f"tcp://{addr}:{port}").is_listening
+        host_port = int(var(host, "kafka_host_listener_port", 0))
+        if host_port > 0:  # PLAINTEXT_HOST, on the lab address only (the forwarder's way in)
+            assert host.socket(f"tcp://{addr}:{host_port}").is_listening
     if var(host, "kafka_mode", "kraft") == "kraft":
         assert host.socket(f"tcp://{addr}:9093").is_listening
 
@@ -93,7 +96,10 @@ def test_node_id_everywhere(host, hostvars):
     key = "node.id" if "node.id" in server else "broker.id"
     assert int(server[key]) == hostvars["kafka_node_id"]
     assert int(meta.get("node.id", meta.get("broker.id"))) == hostvars["kafka_node_id"]
-    assert server["advertised.listeners"] == f"PLAINTEXT://{hostvars['kafkalab_address']}:9092"
+    advertised = f"PLAINTEXT://{hostvars['kafkalab_address']}:9092"
+    if int(var(host, "kafka_host_listener_port", 0)) > 0:  # the embedded lab's host clients
+        advertised += f",PLAINTEXT_HOST://{var(host, 'kafka_host_listener_advertised', '')}"
+    assert server["advertised.listeners"] == advertised
 
 
 def test_zookeeper_member(host, hostvars):

@@ -55,14 +55,9 @@ class StreamingLab:
         return self.state / "inventory" / "hosts.yml"
 
     def kafkalab(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True, env=self.env
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-            )
-        return proc
+        # on the host for `up`/`down`, like the cluster fixture's: the main thread may still
+        # be in another tier's lab namespace, and the forwarder must listen on the host
+        return host_side.kafkalab(self.env, *args, check=check)
 
     def python(self, script: str, *args: str) -> subprocess.CompletedProcess[str]:
         """A script of this checkout (e.g. spark/producer.py), run in the lab network."""

@@ -3,10 +3,12 @@ and a real forwarder process from this namespace into a namespace of the test's 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -141,12 +143,59 @@ def test_a_port_taken_after_the_check_fails_the_start_with_the_line(lab_ns, tmp_
     assert forward.running(tmp_path) is None and not (tmp_path / forward.PID_FILE).exists()
 
 
+def test_a_start_interrupted_while_waiting_leaves_no_forwarder(lab_ns, tmp_path, monkeypatch):
+    started: list[int] = []
+
+    def interrupted(proc: subprocess.Popen[bytes], _timeout: float) -> str:
+        started.append(proc.pid)
+        raise KeyboardInterrupt  # Ctrl-C during `up`, while the forwarder binds its ports
+
+    monkeypatch.setattr(forward, "_first_line", interrupted)
+    plan = [Forward("kafka1", free_port(), "host_kafka_port", "127.0.0.1", 9092)]
+    with pytest.raises(KeyboardInterrupt):
+        forward.start(tmp_path, lab_ns, plan)
+    assert started and not Path(f"/proc/{started[0]}").exists()  # stopped and reaped
+    assert not (tmp_path / forward.PID_FILE).exists()
+    forward.listen(plan[0].port).close()  # its port is free
+
+
 def test_a_pid_file_naming_another_process_is_not_trusted(tmp_path: Path):
     (tmp_path / forward.PID_FILE).write_text(f'{{"pid": {os.getpid()}, "forwards": []}}\n')
     assert forward.running(tmp_path) is None
     assert forward.stop(tmp_path) is None  # and never signalled
     (tmp_path / forward.PID_FILE).write_text("not json")
     assert forward.running(tmp_path) is None
+
+
+def test_another_labs_forwarder_or_a_later_process_is_not_taken_for_ours(tmp_path: Path):
+    # A process that looks like a forwarder (the module on its command line), but serving
+    # another namespace, or started at another time than the record says: never signalled.
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "-m", forward.MODULE, "otherlab"]
+    )
+    fake_pkg = tmp_path / "fake" / "kafkalab" / "targets"  # `-m` finds it first, in its cwd
+    fake_pkg.mkdir(parents=True)
+    (fake_pkg.parent / "__init__.py").write_text("")
+    (fake_pkg / "__init__.py").write_text("")
+    (fake_pkg / "forward.py").write_text("import time\ntime.sleep(60)\n")
+    fake = subprocess.Popen(
+        [sys.executable, "-m", forward.MODULE, "otherlab", "[]"], cwd=tmp_path / "fake"
+    )
+    try:
+        started = forward._started(fake.pid)
+        for record in (
+            {"pid": other.pid, "started": forward._started(other.pid), "ns": "otherlab"},
+            {"pid": fake.pid, "started": started, "ns": "mylab"},  # another lab's
+            {"pid": fake.pid, "started": str(int(started or 0) + 1), "ns": "otherlab"},
+        ):
+            (tmp_path / forward.PID_FILE).write_text(json.dumps({**record, "forwards": []}))
+            assert forward.running(tmp_path) is None, record
+            assert forward.stop(tmp_path) is None
+        assert other.poll() is None and fake.poll() is None  # neither was signalled
+    finally:
+        for proc in (other, fake):
+            proc.kill()
+            proc.wait()
 
 
 def test_down_stops_the_labs_forwarder(lab_ns, tmp_path: Path):

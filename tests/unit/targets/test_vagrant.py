@@ -6,6 +6,7 @@ plain `ruby` runs it): no Vagrant, no VM. Needs ruby (it comes with the vagrant 
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -128,6 +129,7 @@ def test_box_from_env_or_file(tmp_path: Path) -> None:
         ({"mode": "zookeeper", "controllers": 1}, "controllers is a KRaft setting"),
         ({"bogus": 1}, "bogus: unknown setting"),
         ({"kafka_version": "4.0.0"}, "kafka_version: supported"),
+        ({"mode": "zookeeper", "kafka_version": "4.3.1"}, "Kafka 4.3.1 has no ZooKeeper mode"),
         ({"memory_mb": 1024, "kafka_heap_mb": 768}, "kafka_heap_mb: 768 is more than half"),
         ({"network": "127.0.0.0/24"}, "network: must be a private IPv4 network"),
     ],
@@ -252,3 +254,11 @@ def test_the_inventory_vagrant_writes_is_a_cluster_layout(
     assert layout is not None
     assert layout.machines() == topo.machines()
     assert (layout.mode, layout.kafka_version) == (topo.mode, topo.kafka_version)
+
+
+def test_the_vagrantfile_accepts_the_kafka_releases_the_cli_does(tmp_path: Path) -> None:
+    assert dump(tmp_path, {"kafka_version": "4.3.1"})["topology"]["kafka_version"] == "4.3.1"
+    vagrantfile = (repo_root() / "Vagrantfile").read_text()
+    versions = re.search(r"VERSIONS = %w\[([^\]]*)\]", vagrantfile)
+    assert versions is not None
+    assert tuple(versions.group(1).split()) == topology.SUPPORTED_KAFKA_VERSIONS
