@@ -27,7 +27,7 @@ from kafkalab.artifacts.cache import Progress
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka.topics import messages_to_end
 from kafkalab.streaming.expected import RideRow
-from kafkalab.targets import resolve
+from kafkalab.targets import netns, resolve
 from kafkalab.targets.cluster import InventoryCluster
 
 APPLICATION_ID = "kafka_tutorial.kstream.count.plocation.v1"
@@ -60,6 +60,24 @@ class RunningApp:
     state_dir: Path
 
 
+def built(kafka_version: str, progress: Progress | None = None) -> Path:
+    """The application's tarball from the cache, built there first when it is not. Inside a
+    lab's network (`kafkalab shell`, a lab step) a build can only use what Maven already has
+    cached: when that is not enough, the way out is one build from the host."""
+    try:
+        return streams_app.resolve_streams_app(kafka_version, progress=progress)
+    except KafkalabError as exc:
+        ns = netns.current()
+        if ns is None:
+            raise
+        first = str(exc).splitlines()[0]
+        raise KafkalabError(
+            f"{first}; this runs inside the lab network {ns}, which has no way out to Maven"
+            " Central: build the application once on the host with `sudo .venv/bin/kafkalab"
+            " fetch --streams` (offline afterwards)"
+        ) from None
+
+
 def start(target: StreamsTarget, progress: Progress | None = None) -> RunningApp:
     """Build (once) and start the application against the cluster; its output goes to this
     terminal."""
@@ -68,7 +86,7 @@ def start(target: StreamsTarget, progress: Progress | None = None) -> RunningApp
             "the Kafka Streams application needs java: sudo apt-get install"
             " openjdk-17-jdk-headless (scripts/setup.sh does)"
         )
-    home = unpacked(streams_app.resolve_streams_app(target.kafka_version, progress=progress))
+    home = unpacked(built(target.kafka_version, progress))
     state_dir = Path(tempfile.mkdtemp(prefix="kafka-streams-"))
     cmd = [
         "java",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,19 @@ def test_the_java_application_uses_the_names_the_check_reads() -> None:
     for name in (kstreams.APPLICATION_ID, kstreams.INPUT, kstreams.OUTPUT):
         assert f'"{name}"' in text
     assert "groupByKey().count()" in text
+
+
+def test_a_build_that_fails_inside_the_lab_network_says_to_build_on_the_host(monkeypatch) -> None:
+    def offline(*_args: object, **_kwargs: object) -> Path:
+        raise KafkalabError("mvn package failed: Could not resolve kafka-streams\n[ERROR] ...")
+
+    monkeypatch.setattr(kstreams.streams_app, "resolve_streams_app", offline)
+    monkeypatch.setattr(kstreams.netns, "current", lambda: "klab")
+    with pytest.raises(KafkalabError) as err:
+        kstreams.built("3.9.2")
+    line = str(err.value)
+    assert "\n" not in line and "inside the lab network klab" in line
+    assert "kafkalab fetch --streams" in line and "Could not resolve kafka-streams" in line
+    monkeypatch.setattr(kstreams.netns, "current", lambda: None)  # on the host: as it was
+    with pytest.raises(KafkalabError, match=r"(?s)Could not resolve.*\[ERROR\]"):
+        kstreams.built("3.9.2")
