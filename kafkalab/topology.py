@@ -35,6 +35,19 @@ def has_zookeeper(kafka_version: str) -> bool:
     return int(kafka_version.split(".", 1)[0]) < 4
 
 
+def downgrade_refusal(old: str, new: str) -> str | None:
+    """Why a lab that runs Kafka `old` cannot move to `new` (None: it can, with a rolling
+    restart). A 4.x release formats and upgrades the metadata to a 4.x metadata.version,
+    which no 3.x broker reads: going back below 4.0 needs new storage."""
+    if has_zookeeper(new) and not has_zookeeper(old):
+        return (
+            f"this lab runs Kafka {old}, whose metadata version no Kafka {new} broker reads;"
+            f" run `kafkalab down --purge` first (it deletes the lab's data), or keep"
+            f" kafka_version: {old}"
+        )
+    return None
+
+
 def zookeeper_refusal(kafka_version: str) -> str:
     """The one line that refuses ZooKeeper mode on a release without it."""
     return (

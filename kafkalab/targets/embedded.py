@@ -30,7 +30,7 @@ from kafkalab.paths import state_dir
 from kafkalab.targets import boot, forward, image, netns, provision, ssh, statedir
 from kafkalab.targets.cluster import InventoryCluster
 from kafkalab.targets.machines import EmbeddedMachine, stop_all, wait_ssh
-from kafkalab.topology import Topology
+from kafkalab.topology import Topology, downgrade_refusal
 
 # Settings that cannot change under an existing cluster without losing its data.
 FIXED = ("mode", "network", "controllers")
@@ -128,11 +128,13 @@ class EmbeddedCluster(InventoryCluster):
     def check_compatible(self, topo: Topology) -> None:
         """Refuse, before anything is touched, a change that would need new storage, change
         a running ZooKeeper ensemble or KRaft voter set, or leave a machine running outside
-        the cluster: that is `down --purge` first. (Other Kafka 3.9.x versions are fine: the
-        role switches releases with a rolling restart.)"""
+        the cluster: that is `down --purge` first. (A newer Kafka release is fine: the role
+        switches releases with a rolling restart; 4.x back to 3.x is not.)"""
         old = self.topology()
         if old is None:
             return
+        if refusal := downgrade_refusal(old.kafka_version, topo.kafka_version):
+            raise KafkalabError(refusal)
         purge = "run `kafkalab down --purge` first (it deletes the lab's data)"
         for key in FIXED:
             if getattr(old, key) != getattr(topo, key):

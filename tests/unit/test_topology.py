@@ -276,6 +276,7 @@ def lab_with(tmp_path: Path, **settings) -> EmbeddedCluster:
         ({"controllers": 1}, {"controllers": 3}, ["controllers=1"]),
         ({"mode": "zookeeper"}, {"mode": "kraft"}, ["mode=zookeeper"]),
         ({"network": "10.77.0.0/24"}, {"network": "10.88.0.0/24"}, ["network=10.77.0.0/24"]),
+        ({"kafka_version": "4.3.1"}, {"kafka_version": "3.9.2"}, ["runs Kafka 4.3.1"]),
     ],
 )
 def test_unsafe_changes_are_refused_with_the_fix(tmp_path: Path, old, new, words):
@@ -298,6 +299,7 @@ def test_unsafe_changes_are_refused_with_the_fix(tmp_path: Path, old, new, words
         ({"mode": "zookeeper", "brokers": 4}, {"brokers": 6}),
         ({"brokers": 3}, {"extra_hosts": ["spark", "ksqldb"]}),
         ({"kafka_version": "3.9.2"}, {"kafka_version": "3.9.0"}),  # same metadata version
+        ({"kafka_version": "3.9.2"}, {"kafka_version": "4.3.1"}),  # an upgrade rolls
         ({"memory_mb": 2048}, {"memory_mb": 4096, "kafka_heap_mb": 1024}),
         ({"brokers": 3}, {}),
     ],
