@@ -13,6 +13,7 @@ from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.artifacts.kafka import kafka_line, launcher_table, render_launchers, resolve_kafka
 from kafkalab.paths import package_data
 from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS
+from tests import host_side
 from tests.unit.artifacts.launchers import USED
 
 VERSION = "4.3.1"
@@ -65,8 +66,10 @@ def test_releases_before_4_assemble_as_3x_and_the_rest_as_4x() -> None:
 
 @pytest.fixture(scope="module")
 def assembled() -> Path:
-    """The 4.x assembly in the real cache (assembled from Maven Central if missing)."""
-    return resolve_kafka(VERSION, progress=print)
+    """The 4.x assembly in the real cache (assembled from Maven Central if missing). From
+    the host's namespace: in a whole `make test` run the main thread has joined a test lab's
+    network by now, which has no way out (the fresh-clone run with an empty cache failed so)."""
+    return host_side.on_host(lambda: resolve_kafka(VERSION, progress=print))
 
 
 @pytest.mark.slow
