@@ -76,8 +76,7 @@ class Solver:
         finally:
             for bg in self.background.values():
                 if bg.proc.poll() is None:
-                    os.killpg(bg.proc.pid, signal.SIGTERM)
-                    bg.proc.wait(10)
+                    stop_group(bg.proc, grace=10)
                 bg.out.close()
 
     def one(self, step: LabStep) -> None:
