@@ -30,6 +30,11 @@ SUPPORTED_KAFKA_VERSIONS = ("3.9.0", "3.9.1", "3.9.2", "4.3.1")
 ZOOKEEPER_KAFKA_VERSION = "3.9.2"
 
 
+def release(kafka_version: str) -> tuple[int, ...]:
+    """A release number to compare: "3.9.2" -> (3, 9, 2); "4.0" < "4.0.1"."""
+    return tuple(int(part) for part in kafka_version.split("."))
+
+
 def has_zookeeper(kafka_version: str) -> bool:
     """Whether this Kafka release can run on ZooKeeper (every release before 4.0)."""
     return int(kafka_version.split(".", 1)[0]) < 4

@@ -17,7 +17,7 @@ from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.labs import checks
 from kafkalab.labs.definition import FOLDER, PLACEHOLDER, PLACEHOLDERS, Definition, Lab, Needs
 from kafkalab.paths import repo_root
-from kafkalab.topology import EXTRA_HOSTS, read_mapping
+from kafkalab.topology import EXTRA_HOSTS, has_zookeeper, read_mapping
 
 
 def labs_root() -> Path:
@@ -72,6 +72,12 @@ def _cross_check(lab: Lab, source: str) -> None:
             "needs.brokers",
             f"a check expects replication factor "
             f"{lab.max_replication_factor()}, more than {spec.needs.brokers} brokers",
+        )
+    kafka_min = spec.needs.kafka_min
+    if kafka_min and "zookeeper" in spec.needs.modes and not has_zookeeper(kafka_min):
+        raise bad(
+            "needs.kafka_min",
+            f"Kafka {kafka_min} has no ZooKeeper mode: the lab needs modes: [kraft]",
         )
     _check_host(spec.host, spec.needs, bad, "host")
     started: set[str] = set()

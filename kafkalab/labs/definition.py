@@ -34,6 +34,8 @@ class Needs(_Strict):
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
     brokers: int = Field(1, ge=1, le=9, strict=True)  # as in lab.yml: `true` is not 1
     extra_hosts: list[Literal["spark", "ksqldb"]] = Field(default_factory=list)  # `up --with`
+    # the oldest Kafka release the lab runs on, e.g. "4.0" for a feature 4.0 brought
+    kafka_min: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+){0,2}$")
 
 
 class SetupTopic(_Strict):

@@ -19,6 +19,7 @@ from kafkalab.labs.progress import Progress
 from kafkalab.labs.solver import Solver
 from kafkalab.paths import repo_root
 from kafkalab.targets.cluster import InventoryCluster, embedded_hint
+from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS, release
 
 # -- the cluster a lab runs on -------------------------------------------------------------
 
@@ -42,6 +43,18 @@ def require(topo: Layout | None, lab: Lab, target: InventoryCluster | None = Non
                 f"Run `kafkalab down --purge`, then `kafkalab up --mode {needs.modes[0]}`"
                 if embedded
                 else f"Use a {needs.modes[0]} cluster: kafka_mode is the inventory's to say"
+            )
+        )
+    if needs.kafka_min and release(topo.kafka_version) < release(needs.kafka_min):
+        newest = SUPPORTED_KAFKA_VERSIONS[-1]
+        raise KafkalabError(
+            f"{name} needs Kafka {needs.kafka_min} or newer; this cluster runs "
+            f"{topo.kafka_version}: "
+            + (
+                f"set kafka_version: {newest} in cluster.yml (or your -t file) and run "
+                "`kafkalab up` again (a KRaft lab rolls to it and keeps its data)"
+                if embedded
+                else f"set kafka_version: {newest} in the inventory and provision again"
             )
         )
     try:

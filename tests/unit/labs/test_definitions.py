@@ -20,7 +20,7 @@ from kafkalab.labs.definition import Lab
 from kafkalab.labs.progress import Progress
 from kafkalab.targets.cluster import InventoryCluster, VagrantCluster
 from kafkalab.targets.embedded import EmbeddedCluster
-from kafkalab.topology import Topology
+from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS, Topology, release
 
 GOOD = {
     "title": "Tiny",
@@ -364,3 +364,23 @@ def test_the_embedded_lab_keeps_its_own_way_out(tmp_path, monkeypatch):
     three = catalog.load(make_lab(tmp_path, changed(needs={"brokers": 3}), name="08-three"))
     with pytest.raises(KafkalabError, match=r"run `kafkalab up --brokers 3` after `kafkalab down"):
         runner.require(topo(brokers=2), three, lab)
+
+
+def test_a_lab_for_a_newer_kafka_says_which_release_it_needs(tmp_path):
+    """needs.kafka_min: a 4.x feature's lab refuses a 3.9 cluster in one line that names
+    the release to set; it cannot also ask for ZooKeeper, which 4.x does not have."""
+    new = catalog.load(
+        make_lab(tmp_path, changed(needs={"modes": ["kraft"], "kafka_min": "4.0"}), "11-new")
+    )
+    with pytest.raises(KafkalabError) as exc:
+        runner.require(topo(kafka_version="3.9.2"), new)
+    line = str(exc.value)
+    assert "needs Kafka 4.0 or newer; this cluster runs 3.9.2" in line
+    assert f"kafka_version: {SUPPORTED_KAFKA_VERSIONS[-1]} in cluster.yml" in line
+    assert runner.require(topo(kafka_version="4.3.1"), new).kafka_version == "4.3.1"
+    mine = InventoryCluster(tmp_path / "mine.yml")
+    with pytest.raises(KafkalabError, match=r"in the inventory and provision again"):
+        runner.require(topo(kafka_version="3.9.2"), new, mine)
+    with pytest.raises(KafkalabError, match=r"needs.kafka_min: Kafka 4.0 has no ZooKeeper mode"):
+        catalog.load(make_lab(tmp_path, changed(needs={"kafka_min": "4.0"}), "12-zk"))
+    assert release("4.0") < release("4.0.1") < release("4.3.1") and release("3.9.2") < (4,)

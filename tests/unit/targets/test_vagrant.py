@@ -19,6 +19,7 @@ from kafkalab import inventory, topology
 from kafkalab.artifacts import kafka_python
 from kafkalab.paths import repo_root
 from kafkalab.targets import vagrant
+from kafkalab.topology import release
 
 pytestmark = pytest.mark.skipif(
     shutil.which("ruby") is None, reason="ruby missing (scripts/setup-vm.sh installs vagrant)"
@@ -183,6 +184,14 @@ def test_lab_vagrantfiles_bring_up_what_the_lab_needs(tmp_path: Path) -> None:
             assert topo.brokers == needs.get("brokers", 1), lab.name
             modes = needs.get("modes", ["kraft", "zookeeper"])
             assert topo.mode == (mode if mode in modes else modes[0]), lab.name
+            newer = needs.get("kafka_min") and release(needs["kafka_min"]) > release(
+                topology.Topology().kafka_version
+            )
+            assert topo.kafka_version == (
+                topology.SUPPORTED_KAFKA_VERSIONS[-1]
+                if newer
+                else topology.Topology().kafka_version
+            ), lab.name
             assert data["machines"] == [
                 {"name": m.name, "address": m.address, "groups": m.groups, "node_id": m.node_id}
                 for m in topo.machines()
@@ -262,3 +271,20 @@ def test_the_vagrantfile_accepts_the_kafka_releases_the_cli_does(tmp_path: Path)
     versions = re.search(r"VERSIONS = %w\[([^\]]*)\]", vagrantfile)
     assert versions is not None
     assert tuple(versions.group(1).split()) == topology.SUPPORTED_KAFKA_VERSIONS
+
+
+def test_a_lab_that_needs_a_newer_kafka_gets_the_newest(tmp_path: Path) -> None:
+    """needs.kafka_min above the topology's release: the lab's VMs run the newest one; a
+    topology already new enough keeps its own."""
+    lab = tmp_path / "labs" / "99-new"
+    lab.mkdir(parents=True)
+    (lab / "lab.yml").write_text("needs: {modes: [kraft], kafka_min: '4.0'}\n")
+    (lab / "Vagrantfile").write_text(
+        f'$kafkalab_lab = "{lab / "lab.yml"}"\nload "{repo_root() / "Vagrantfile"}"\n'
+    )
+    for given, expected in (("3.9.2", topology.SUPPORTED_KAFKA_VERSIONS[-1]), ("4.3.1", "4.3.1")):
+        root = tmp_path / "cluster.yml"
+        root.write_text(f"kafka_version: {given}\n")
+        env = {**_clean_env(), "KAFKALAB_CACHE": str(tmp_path), "KAFKALAB_TOPOLOGY": str(root)}
+        data = vagrant.describe(env, lab / "Vagrantfile")
+        assert data["topology"]["kafka_version"] == expected, given
