@@ -5,10 +5,8 @@ they pass. Runs where the cluster is reached (kafkalab.labs.runner joins it).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +21,7 @@ from kafkalab.labs import checks
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import PLACEHOLDER, LabStep
 from kafkalab.paths import repo_root
+from kafkalab.processes import stop_group
 
 UNTIL_TICK = 2.0  # seconds between two looks of an `until` step
 
@@ -191,16 +190,3 @@ class Solver:
                     + "; ".join(verdict.problems)
                 )
             time.sleep(UNTIL_TICK)
-
-
-def stop_group(proc: subprocess.Popen[bytes], grace: float = 15) -> None:
-    """Stop a step and everything it started (its session's process group): SIGTERM first,
-    so a JVM runs its shutdown hooks (a Kafka Streams app leaves its group), then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.communicate(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from typing import Any
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import INTERRUPTS, KafkalabError
 from kafkalab.paths import repo_root
+from kafkalab.processes import stop_group
 from kafkalab.targets import resolve
 from kafkalab.targets.cluster import InventoryCluster
 
@@ -266,16 +266,7 @@ def start(
 def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
     """Stop a job like Ctrl-C does: SIGTERM to its process group (spark-submit's JVM and
     the Python driver), SIGKILL if it is still there after `timeout`."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    except ProcessLookupError:
-        proc.wait(10)
+    stop_group(proc, grace=timeout)
 
 
 def reset(job: str | Path, cluster: InventoryCluster | None = None) -> list[str]:

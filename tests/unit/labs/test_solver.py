@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from kafkalab.labs.solver import stop_group
+from kafkalab.processes import stop_group
 
 # A step that starts a child which ignores nothing, and one that ignores SIGTERM.
 SCRIPT = "sleep 60 & echo $!; trap '' TERM; {inner}; wait"
