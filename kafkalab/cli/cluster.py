@@ -16,7 +16,7 @@ from kafkalab.artifacts import archive
 from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.errors import KafkalabError
 from kafkalab.streaming import spark as spark_mod
-from kafkalab.targets import hosts, resolve
+from kafkalab.targets import hosts, netns, resolve
 from kafkalab.targets.embedded import EmbeddedCluster
 from kafkalab.targets.statedir import one_command
 
@@ -76,6 +76,13 @@ def up(
                 )
         _up_hosts(inventory_file)
         return
+    if (inside := netns.current()) is not None:
+        # From a lab's network, the forwarder would listen on that network's 127.0.0.1 and
+        # the new lab's network would hang off this one: up is the host's to run.
+        raise KafkalabError(
+            f"kafkalab up runs on the host: this shell is inside lab network {inside} "
+            "(kafkalab shell): leave it with `exit` and run kafkalab up again"
+        )
     _up_embedded(mode, brokers, controllers, with_, topology_file, provision)
 
 

@@ -18,6 +18,7 @@ import pytest
 from kafkalab.paths import repo_root
 from kafkalab.targets import boot
 from kafkalab.targets.machines import EmbeddedMachine
+from tests import host_side
 from tests.conftest import PREFIX
 
 pytestmark = pytest.mark.cluster
@@ -28,14 +29,7 @@ ENV = dict(os.environ, KAFKALAB_STATE=str(STATE), KAFKALAB_NETNS=NS, COLUMNS="20
 
 
 def kafkalab(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "kafkalab", *args], capture_output=True, text=True, env=ENV
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(
-            f"kafkalab {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-        )
-    return proc
+    return host_side.kafkalab(ENV, *args, check=check)
 
 
 def machine(name: str) -> EmbeddedMachine:
@@ -204,12 +198,14 @@ def test_host_writes_never_follow_a_machines_links(lab: None, tmp_path: Path) ->
 def test_ctrl_c_and_kill_during_up_leave_a_lab_down_can_stop(lab: None) -> None:
     for how in (signal.SIGINT, signal.SIGKILL):
         kafkalab("down")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kafkalab", "up", "--no-provision"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=ENV,
+        proc = host_side.on_host(  # up is the host's to run (the main thread is in a lab's)
+            lambda: subprocess.Popen(
+                [sys.executable, "-m", "kafkalab", "up", "--no-provision"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=ENV,
+            )
         )
         assert proc.stdout is not None
         for line in proc.stdout:

@@ -28,7 +28,7 @@ from kafkalab import topology
 from kafkalab.paths import repo_root
 from kafkalab.targets import hosts, netns
 from kafkalab.targets.embedded import EmbeddedCluster
-from tests import client
+from tests import client, host_side
 from tests.conftest import PREFIX
 
 pytestmark = pytest.mark.cluster
@@ -42,10 +42,10 @@ RECORDS = 300
 
 def kafkalab(*args: str, inside: bool = False) -> subprocess.CompletedProcess[str]:
     """The command line with this test's cluster; `inside`: run from within its namespace."""
+    if not inside:  # up and down are the host's to run, whichever lab the main thread is in
+        return host_side.kafkalab(ENV, *args, check=False)
     cmd = [sys.executable, "-m", "kafkalab", *args]
-    return subprocess.run(
-        netns.wrap(NS, cmd) if inside else cmd, capture_output=True, text=True, env=ENV
-    )
+    return subprocess.run(netns.wrap(NS, cmd), capture_output=True, text=True, env=ENV)
 
 
 @pytest.fixture(scope="module")
