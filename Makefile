@@ -14,9 +14,10 @@ setup-vm: setup
 	$(SUDO) ./scripts/setup-vm.sh
 
 # Everything `make test` uses, fetched before pytest: also Spark (streaming tier), lab 10's
-# Kafka Streams application and the box.
+# Kafka Streams application, the box, and the ZooKeeper tiers' Kafka 3.9.
 setup-test: setup setup-vm
 	$(SUDO) .venv/bin/kafkalab fetch --with spark --streams
+	$(SUDO) .venv/bin/kafkalab fetch --mode zookeeper
 
 up: setup
 	$(SUDO) .venv/bin/kafkalab up

@@ -25,9 +25,16 @@ Mode = Literal["kraft", "zookeeper"]
 MODES: tuple[Mode, ...] = ("kraft", "zookeeper")
 # 3.9 is the last Kafka line with both KRaft and ZooKeeper; 4.0 removed ZooKeeper. The 4.x
 # releases here are those whose every jar the assembly needs resolves on Maven Central
-# (kafkalab.artifacts.kafka); 3.9.2 stays the default until the whole suite passes on 4.x.
+# (kafkalab.artifacts.kafka). The default follows the mode: the newest 4.x for KRaft, the
+# last release with ZooKeeper for ZooKeeper.
 SUPPORTED_KAFKA_VERSIONS = ("3.9.0", "3.9.1", "3.9.2", "4.3.1")
 ZOOKEEPER_KAFKA_VERSION = "3.9.2"
+KRAFT_KAFKA_VERSION = "4.3.1"
+
+
+def default_kafka_version(mode: str) -> str:
+    """The release a lab of this mode gets when nothing names one."""
+    return ZOOKEEPER_KAFKA_VERSION if mode == "zookeeper" else KRAFT_KAFKA_VERSION
 
 
 def release(kafka_version: str) -> tuple[int, ...]:
@@ -93,7 +100,7 @@ class Topology(BaseModel):
     # Counts and sizes are whole numbers as written: strict, so `true` is not 1, nor "3" 3.
     brokers: int = Field(3, ge=1, le=9, strict=True)
     controllers: int = Field(0, ge=0, le=5, strict=True)
-    kafka_version: str = "3.9.2"
+    kafka_version: str = KRAFT_KAFKA_VERSION  # ZooKeeper mode: ZOOKEEPER_KAFKA_VERSION
     memory_mb: int = Field(2048, ge=512, strict=True)
     kafka_heap_mb: int = Field(512, ge=128, strict=True)
     extra_hosts: list[Literal["spark", "ksqldb"]] = Field(default_factory=list)
@@ -103,6 +110,13 @@ class Topology(BaseModel):
     host_spark_ui_port: int = Field(8080, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
     host_spark_job_ui_port: int = Field(4040, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
     host_ksqldb_port: int = Field(8788, ge=PORT_RANGE[0], le=PORT_RANGE[1], strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version_of_the_mode(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("kafka_version") is None:
+            data = {**data, "kafka_version": default_kafka_version(str(data.get("mode")))}
+        return data
 
     @field_validator("kafka_version")
     @classmethod

@@ -6,8 +6,8 @@ down before it brings the ZooKeeper one up. A test for one mode only says so wit
 `@pytest.mark.parametrize("cluster", ["kraft"], indirect=True)`. The main thread
 joins the lab's network namespace, so testinfra's ssh and the Python clients reach
 the machines. KAFKALAB_TEST_NS gives concurrent runs their own labs;
-KAFKALAB_TEST_KAFKA_VERSION (e.g. 4.3.1) runs the KRaft lab on that Kafka release (the
-ZooKeeper lab stays on the default 3.9.2: 4.0 removed ZooKeeper).
+KAFKALAB_TEST_KAFKA_VERSION (e.g. 3.9.2) runs the KRaft lab on that Kafka release instead of
+the KRaft default, 4.3.1 (the ZooKeeper lab stays on 3.9.2: 4.0 removed ZooKeeper).
 """
 
 from __future__ import annotations

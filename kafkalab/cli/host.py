@@ -26,11 +26,17 @@ def fetch(
     streams: Annotated[
         bool, typer.Option("--streams", help="also build lab 10's Kafka Streams application")
     ] = False,
+    mode: Annotated[
+        str | None,
+        typer.Option(help="the Kafka release of this mode's labs (kraft: 4.x, zookeeper: 3.9)"),
+    ] = None,
 ) -> None:
     """Fill the cache (Kafka artifact, kafka-python wheel, base image, Spark) so `up` needs
     no network."""
     extra_hosts = with_.split(",") if with_ else None
-    topo = topology.load(topology_file, {"extra_hosts": extra_hosts}, required=bool(topology_file))
+    topo = topology.load(
+        topology_file, {"extra_hosts": extra_hosts, "mode": mode}, required=bool(topology_file)
+    )
     archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=render.step)
     render.ok(f"Kafka {topo.kafka_version}: {archive}")
     render.ok(f"kafka-python: {kafka_python_artifact.resolve_kafka_python(progress=render.step)}")

@@ -173,7 +173,7 @@ def test_an_all_var_one_host_sets_otherwise() -> None:
     data = generated()
     hosts_of(data, "kafka_broker")["kafka2"]["kafka_version"] = "3.9.1"
     assert one_line(data) == (
-        "all: kafka_version differs between hosts (kafka1 3.9.2, kafka2 3.9.1, kafka3 3.9.2); "
+        "all: kafka_version differs between hosts (kafka1 4.3.1, kafka2 3.9.1, kafka3 4.3.1); "
         "set it once in all.vars"
     )
 

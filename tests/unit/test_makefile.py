@@ -65,6 +65,7 @@ def test_make_test_prepares_spark_the_streams_app_and_the_box_before_pytest(tmp_
     assert pytest_at == len(lines) - 1
     assert lines.index("./scripts/setup-vm.sh") < pytest_at  # it builds the box
     assert lines.index(".venv/bin/kafkalab fetch --with spark --streams") < pytest_at
+    assert lines.index(".venv/bin/kafkalab fetch --mode zookeeper") < pytest_at  # Kafka 3.9
 
 
 def test_setup_script_fetches_only_what_the_default_lab_needs(tmp_path: Path) -> None:

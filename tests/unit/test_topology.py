@@ -77,8 +77,17 @@ def test_both_lines_are_accepted_where_they_have_the_mode(mode: str, version: st
     assert (topo.mode, topo.kafka_version) == (mode, version)
 
 
-def test_the_default_stays_on_3_9_2():
-    assert topology.Topology().kafka_version == "3.9.2"
+def test_the_default_release_follows_the_mode(tmp_path: Path):
+    """KRaft gets the newest 4.x, ZooKeeper the last release that has it; a release named in
+    the file or by the lab already there stays."""
+    assert topology.Topology().kafka_version == "4.3.1"
+    assert topology.Topology(mode="zookeeper").kafka_version == "3.9.2"
+    assert topology.load(tmp_path / "none.yml", {"mode": "zookeeper"}).kafka_version == "3.9.2"
+    older = topology.Topology(kafka_version="3.9.2")
+    assert topology.load(None, {"brokers": 3}, existing=older).kafka_version == "3.9.2"
+    f = tmp_path / "cluster.yml"
+    f.write_text("kafka_version: 3.9.1\n")
+    assert topology.load(f).kafka_version == "3.9.1"
 
 
 def test_bad_yaml_file(tmp_path: Path):

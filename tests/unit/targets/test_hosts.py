@@ -151,7 +151,7 @@ def test_up_hands_site_yml_the_archives_as_extra_vars(
     assert ran["log"].parent == hosts.work_dir(path)
     assert ran["extra"][0] == "--extra-vars"
     assert json.loads(ran["extra"][1]) == {
-        "kafka_archive": "/c/k-3.9.2",
+        "kafka_archive": "/c/k-4.3.1",  # a KRaft inventory of the default release
         "kafka_python_wheel": "/c/kp.whl",
         "spark_archive": "/c/s-4.0.0",
         "ksqldb_archive": "/c/q-7.9.0",

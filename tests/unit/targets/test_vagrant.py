@@ -70,7 +70,7 @@ def test_machines_match_topology(tmp_path: Path, settings: dict[str, Any]) -> No
 def test_inventory_matches_contract(tmp_path: Path, settings: dict[str, Any]) -> None:
     """Groups, host variables and the lab-wide variables equal inventory.build()'s."""
     topo = topology.load(tmp_path / "none.yml", overrides=settings)
-    archive = tmp_path / "cache" / "artifacts" / "kafka_2.13-3.9.2-maven.tgz"
+    archive = tmp_path / "cache" / "artifacts" / f"kafka_2.13-{topo.kafka_version}-maven.tgz"
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"")
     connection = {
@@ -93,10 +93,10 @@ def test_inventory_matches_contract(tmp_path: Path, settings: dict[str, Any]) ->
 def test_official_tarball_preferred(tmp_path: Path) -> None:
     arts = tmp_path / "cache" / "artifacts"
     arts.mkdir(parents=True)
-    for name in ("kafka_2.13-3.9.2-maven.tgz", "kafka_2.13-3.9.2.tgz"):
+    for name in ("kafka_2.13-4.3.1-maven.tgz", "kafka_2.13-4.3.1.tgz"):
         (arts / name).write_bytes(b"")
     assert dump(tmp_path, {})["inventory"]["vars"]["kafka_archive"] == str(
-        arts / "kafka_2.13-3.9.2.tgz"
+        arts / "kafka_2.13-4.3.1.tgz"
     )
 
 
@@ -185,13 +185,10 @@ def test_lab_vagrantfiles_bring_up_what_the_lab_needs(tmp_path: Path) -> None:
             assert topo.brokers == needs.get("brokers", 1), lab.name
             modes = needs.get("modes", ["kraft", "zookeeper"])
             assert topo.mode == (mode if mode in modes else modes[0]), lab.name
-            newer = needs.get("kafka_min") and release(needs["kafka_min"]) > release(
-                topology.Topology().kafka_version
-            )
+            default = topology.default_kafka_version(topo.mode)
+            newer = needs.get("kafka_min") and release(needs["kafka_min"]) > release(default)
             assert topo.kafka_version == (
-                topology.SUPPORTED_KAFKA_VERSIONS[-1]
-                if newer
-                else topology.Topology().kafka_version
+                topology.SUPPORTED_KAFKA_VERSIONS[-1] if newer else default
             ), lab.name
             assert data["machines"] == [
                 {"name": m.name, "address": m.address, "groups": m.groups, "node_id": m.node_id}
@@ -306,3 +303,12 @@ def test_the_vms_are_provisioned_with_the_strategy_the_cli_uses(tmp_path: Path) 
     )
     assert (Path(got["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
     assert vagrant.describe({**env, "KAFKALAB_MITOGEN": "0"})["provisioner_env"] == {}
+
+
+@pytest.mark.parametrize("mode", ["kraft", "zookeeper"])
+def test_the_vagrantfile_defaults_to_the_release_the_cli_does(tmp_path: Path, mode: str) -> None:
+    """No kafka_version in the topology: the VMs run what `kafkalab up` would (4.x for
+    KRaft, 3.9.2 for ZooKeeper)."""
+    data = dump(tmp_path, {"mode": mode})
+    assert data["topology"]["kafka_version"] == topology.default_kafka_version(mode)
+    assert topology.Topology(mode=mode).kafka_version == topology.default_kafka_version(mode)
