@@ -1,6 +1,7 @@
 package kafkalab.streams;
 
 import java.util.Properties;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Serdes;
@@ -38,7 +39,10 @@ public class JsonKStream {
         props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 1000);
         // Kafka Streams keeps a closed instance in its group until the session times out
         // (it expects the instance back soon); a lab's application is stopped to be reset,
-        // so it leaves the group when it closes, as a plain consumer does
+        // so it leaves the group when it closes, as a plain consumer does. Up to 4.0 this
+        // internal consumer setting says so; 4.1 removed it (KAFKA-18185) and leaves on
+        // close(CloseOptions.leaveGroup(true)) instead (KIP-1092), which 3.9 applies to
+        // static members only: both, so the one source builds and leaves on either line.
         props.put(StreamsConfig.consumerPrefix("internal.leave.group.on.close"), true);
         if (stateDir != null) {
             props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
@@ -61,7 +65,7 @@ public class JsonKStream {
         var closed = new CountDownLatch(1);
         kStreams.setStateListener((now, before) -> System.out.println("state " + before + " -> " + now));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            kStreams.close();
+            kStreams.close(new KafkaStreams.CloseOptions().leaveGroup(true).timeout(Duration.ofSeconds(30)));
             closed.countDown();
         }));
         kStreams.start();
