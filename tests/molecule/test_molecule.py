@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kafkalab import topology
 from kafkalab.artifacts import kafka as kafka_artifact
@@ -24,6 +25,10 @@ from kafkalab.targets import netns
 
 pytestmark = pytest.mark.molecule
 BIN = Path(sys.executable).parent
+# The release the scenarios install: base.yml's (the kafka role's default, which runs both
+# modes), whatever the CLI's default for a new lab is.
+BASE = yaml.safe_load((repo_root() / "ansible" / "molecule" / "base.yml").read_text())
+KAFKA_VERSION = str(BASE["provisioner"]["inventory"]["group_vars"]["all"]["kafka_version"])
 
 
 def role_archives(role: str) -> dict[str, str]:
@@ -59,7 +64,7 @@ def test_molecule_scenario(role):
         PATH=f"{BIN}:{os.environ.get('PATH', '')}",
         KAFKALAB_BIN=str(BIN / "kafkalab"),
         KAFKALAB_NETNS=ns,
-        KAFKALAB_KAFKA_ARCHIVE=str(kafka_artifact.resolve_kafka(topo.kafka_version)),
+        KAFKALAB_KAFKA_ARCHIVE=str(kafka_artifact.resolve_kafka(KAFKA_VERSION)),
         KAFKALAB_KAFKA_PYTHON_WHEEL=str(kafka_python_artifact.resolve_kafka_python()),
         ANSIBLE_FORCE_COLOR="0",
         PY_COLORS="0",
