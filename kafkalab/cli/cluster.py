@@ -76,9 +76,10 @@ def up(
                 )
         _up_hosts(inventory_file)
         return
-    if (inside := netns.current()) is not None:
-        # From a lab's network, the forwarder would listen on that network's 127.0.0.1 and
-        # the new lab's network would hang off this one: up is the host's to run.
+    if provision and (inside := netns.current()) is not None:
+        # From a lab's network, the forwarder (started after provisioning) would listen on
+        # that network's 127.0.0.1: up is the host's to run. Booting machines only
+        # (--no-provision, as a molecule scenario does from its own namespace) starts none.
         raise KafkalabError(
             f"kafkalab up runs on the host: this shell is inside lab network {inside} "
             "(kafkalab shell): leave it with `exit` and run kafkalab up again"

@@ -38,3 +38,29 @@ def test_up_inside_a_lab_network_is_refused_before_anything_is_made(lab_ns, tmp_
     ], proc.stderr
     assert not state.exists()
     assert not Path("/run/netns/klt-upin-new").exists()
+
+
+def test_booting_machines_only_is_not_refused_there(lab_ns, tmp_path: Path):
+    """`up --no-provision` starts no forwarder: a molecule scenario boots its machine from
+    its own namespace. It gets past the check (here it stops at the bad topology file)."""
+    env = dict(os.environ, KAFKALAB_STATE=str(tmp_path / "state"), KAFKALAB_NETNS="klt-upin-new")
+    proc = subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            lab_ns,
+            sys.executable,
+            "-m",
+            "kafkalab",
+            "up",
+            "--no-provision",
+            "-t",
+            str(tmp_path / "missing.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "runs on the host" not in proc.stderr and "missing.yml" in proc.stderr, proc.stderr
