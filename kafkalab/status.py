@@ -9,7 +9,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafkalab.kafka import quorum, tools
+from kafkalab.kafka import quorum
 from kafkalab.targets import forward
 from kafkalab.targets.cluster import InventoryCluster
 
@@ -71,8 +71,7 @@ def collect(cluster: InventoryCluster) -> dict[str, Any]:
     live = [r for r in rows if r["services"].get("kafka") == "active"]
     if topo.mode == "kraft" and live:
         bootstrap = ",".join(f"{r['address']}:9092" for r in live)
-        via = live[0]["host"]
-        lead["active_controller"] = quorum.active_controller(tools.printed(cluster, via), bootstrap)
+        lead["active_controller"] = cluster.run(lambda: quorum.active_controller(bootstrap))
     combined = topo.mode == "kraft" and topo.controllers == 0
     for r in rows:
         if combined and "kafka_broker" in r["roles"]:

@@ -13,7 +13,7 @@ from kafkalab.failover.scenario import ALL_OF, BRINGS_BACK, PAST, TAKES_DOWN, Sc
 from kafkalab.failover.session import Session
 from kafkalab.failover.traffic import RecordingProducer
 from kafkalab.failover.watch import Watcher, isr_full, isr_shrunk, leaders_ok
-from kafkalab.kafka import quorum, tools, waits
+from kafkalab.kafka import quorum, waits
 
 
 class Schedule:
@@ -93,10 +93,10 @@ class Schedule:
         if run.mode == "zookeeper":
             latest = self.watch.latest
             return latest.controller if latest else None
-        live = [h for h in run.kafka_hosts if h not in run.faulted]
+        live = [h for h in run.brokers.values() if h not in run.faulted]
         if not live:
             return None
-        return quorum.active_controller(tools.printed(run.cluster, live[0]), run.bootstrap)
+        return quorum.active_controller(",".join(f"{run.address[h]}:9092" for h in live))
 
     def fault(self, kind: str, target: str, current: str | None) -> None:
         run = self.run

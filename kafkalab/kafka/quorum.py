@@ -6,13 +6,17 @@ namespace; the KRaft tool runs on a machine (kafkalab.kafka.tools).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import socket
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
 
 from kafkalab.kafka import clients
+from kafkalab.paths import repo_root
 
 # A KRaft voter counts as caught up within this many records / ms of the leader.
 CAUGHT_UP_LAG = 50
@@ -58,14 +62,10 @@ def zookeeper_leader(addresses: Mapping[str, str]) -> MetadataLeader:
     address of each ZooKeeper server)."""
     hosts = list(addresses)
     with ThreadPoolExecutor(max_workers=len(hosts) or 1) as pool:
-        answers = dict(
-            zip(hosts, pool.map(lambda h: zk_srvr(addresses[h]), hosts), strict=True)
-        )
+        answers = dict(zip(hosts, pool.map(lambda h: zk_srvr(addresses[h]), hosts), strict=True))
     members = {h: a.get("Mode", "down") for h, a in answers.items()}
     leader = next((h for h, m in members.items() if m == "leader"), None)
-    epoch = (
-        int(answers[leader]["Zxid"], 16) >> 32 if leader and "Zxid" in answers[leader] else None
-    )
+    epoch = int(answers[leader]["Zxid"], 16) >> 32 if leader and "Zxid" in answers[leader] else None
     return MetadataLeader("zookeeper", leader, epoch, members)
 
 
@@ -113,10 +113,33 @@ def describe(
     return _pairs(status_part), _table(repl_part)
 
 
-def active_controller(run: Run, bootstrap: str) -> int | None:
-    """The active KRaft controller's node id (None: the tool did not say)."""
-    leader = describe(run, bootstrap, replication=False)[0].get("LeaderId", "")
-    return int(leader) if leader.isdigit() else None
+@cache
+def _role_health() -> ModuleType:
+    """The kafka role's health check (files/kafka_health.py): its kafka-python DescribeQuorum
+    request is the one kafkalab asks the quorum with too, so there is one copy of it."""
+    path = repo_root() / "ansible" / "roles" / "kafka" / "files" / "kafka_health.py"
+    spec = importlib.util.spec_from_file_location("kafkalab_role_kafka_health", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def active_controller(bootstrap: str) -> int | None:
+    """The active KRaft controller's node id, from one DescribeQuorum request (no JVM tool);
+    None when no broker answers or the quorum has no leader. Call inside the lab's network."""
+    health = _role_health()
+    try:
+        client = health.connect(bootstrap)
+    except Exception:
+        return None
+    try:
+        leader, _voters = health.describe_quorum(client, client.least_loaded_node())
+        return int(leader)
+    except Exception:
+        return None
+    finally:
+        client.close()
 
 
 def kraft_leader(

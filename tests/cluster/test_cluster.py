@@ -59,6 +59,27 @@ def test_leadership(cluster):
         assert data["lab"]["active_controller"] in {1, 2, 3}
 
 
+def test_the_role_health_check_names_leader_and_strangers(cluster):
+    """The health gate's one kafka-python process (the role's files/kafka_health.py), run on
+    a machine: it names the quorum leader status names, and refuses a broker id that is not
+    in the cluster (that is how it makes the role wait)."""
+    quorum_flag = ["--quorum"] if cluster.mode == "kraft" else []
+    script = ["python3", "/usr/local/share/kafkalab/kafka_health.py", "--bootstrap", "kafka1:9092"]
+    ok = cluster.kafkalab(
+        "exec", "kafka1", "--", *script, "--brokers", "1,2,3", "--in-sync", *quorum_flag
+    )
+    report = json.loads(ok.stdout.strip().splitlines()[-1])
+    assert report["ok"], report
+    assert sorted(b[0] for b in report["brokers"]) == [1, 2, 3]
+    if cluster.mode == "kraft":
+        status = json.loads(cluster.kafkalab("status", "--json").stdout)
+        assert report["leader"] == status["lab"]["active_controller"]
+        assert report["voters"] == [1, 2, 3]
+    bad = cluster.kafkalab("exec", "kafka1", "--", *script, "--brokers", "1,2,3,9", check=False)
+    assert bad.returncode == 1
+    assert "brokers not registered (or fenced): [9]" in bad.stdout
+
+
 def test_status_table_shows_every_machine(cluster):
     out = cluster.kafkalab("status").stdout
     for name in cluster.hosts:

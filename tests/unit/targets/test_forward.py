@@ -41,12 +41,33 @@ def test_the_plan_forwards_each_broker_and_the_uis_of_the_hosts_the_lab_has():
     assert [f.name for f in forward.plan(topology.load())] == ["kafka1", "kafka2", "kafka3"]
 
 
+def _free_kafka_ports() -> int:
+    """A host_kafka_port whose three ports are free now (a running lab's forwarder holds
+    9092-9094, and the check names the first taken port it meets)."""
+    for _ in range(20):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        try:
+            forward.check_free(forward.plan(topology.load(overrides={"host_kafka_port": base})))
+        except KafkalabError:
+            continue
+        return base
+    raise AssertionError("no three free ports in a row on 127.0.0.1")
+
+
 def test_a_taken_port_is_one_line_naming_it_and_its_setting():
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        topo = topology.load(overrides={"extra_hosts": ["ksqldb"], "host_ksqldb_port": port})
+        topo = topology.load(
+            overrides={
+                "extra_hosts": ["ksqldb"],
+                "host_ksqldb_port": port,
+                "host_kafka_port": _free_kafka_ports(),
+            }
+        )
         with pytest.raises(KafkalabError) as exc:
             forward.check_free(forward.plan(topo))
         assert str(exc.value) == (
