@@ -261,3 +261,36 @@ def group_read_only_key(ctx: LabContext, p: GroupKeyParams) -> Verdict:
             )
     v.facts.append("committed: " + ", ".join(f"p{k}@{o}" for k, o in sorted(committed.items())))
     return v
+
+
+class GroupTypeParams(Params):
+    group: str
+    type: Literal["consumer", "classic"]
+
+
+@kind(
+    "group_type",
+    GroupTypeParams,
+    lambda p, _m: f"consumer group {p.group} runs on the {p.type} group protocol",
+)
+def group_type(ctx: LabContext, p: GroupTypeParams) -> Verdict:
+    """The group's type as its coordinator says (DescribeGroups: Consumer for KIP-848's
+    protocol, Classic for the old one; an empty group keeps its type), and each member's
+    partitions while members run."""
+    described = ctx.admin().describe_consumer_groups([p.group])[p.group].result(timeout=15)
+    state = described.state.name.lower()
+    if state == "dead":
+        return Verdict([f"there is no group {p.group}: no member has joined it yet"])
+    have = described.type.name.lower()
+    v = (
+        Verdict()
+        if have == p.type
+        else Verdict(
+            [f"group {p.group} is a {have} group, not a {p.type} one (group.protocol={p.type}?)"]
+        )
+    )
+    v.facts.append(f"{have} group, state {state}")
+    for m in described.members:
+        parts = sorted(tp.partition for tp in m.assignment.topic_partitions)
+        v.facts.append(f"member {m.client_id or m.member_id}: partitions {parts}")
+    return v

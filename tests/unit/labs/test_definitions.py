@@ -96,6 +96,10 @@ def test_a_good_tiny_lab(tmp_path):
             "checks[0] (topic): partitons: unknown setting",
         ),
         (
+            changed(checks=[{"kind": "group_type", "group": "g", "type": "share"}]),
+            "checks[0] (group_type): type: Input should be 'consumer' or 'classic'",
+        ),
+        (
             changed(steps=[{"title": "two", "run": "true", "sleep": 3}]),
             "steps[0]: a step does exactly one of run, python, wait, sleep, until (got run, sleep)",
         ),
