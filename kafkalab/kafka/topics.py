@@ -6,10 +6,19 @@ its end. Call from inside the cluster's network namespace.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
 
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka import clients
@@ -64,11 +73,16 @@ def delete_topics(
 
 
 def delete_groups(admin: AdminClient, groups: list[str]) -> None:
-    """Delete those of the consumer `groups` that exist; a group with members is refused."""
+    """Delete those of the `groups` that exist, of any type (consumer, classic, share); a
+    group with members is refused. Only existing groups are asked to go: on a new cluster
+    the coordinator of a group nobody used answers NOT_COORDINATOR."""
     if not groups:
         return
-    listed = admin.list_consumer_groups(request_timeout=30).result()
-    groups = [g for g in groups if g in {x.group_id for x in listed.valid}]
+    with warnings.catch_warnings():
+        # list_groups is deprecated, but list_consumer_groups leaves share groups out
+        warnings.simplefilter("ignore", DeprecationWarning)
+        listed = {g.id for g in admin.list_groups(timeout=30)}
+    groups = [g for g in groups if g in listed]
     if not groups:
         return
     futures = admin.delete_consumer_groups(groups, request_timeout=30)
@@ -85,6 +99,30 @@ def delete_groups(admin: AdminClient, groups: list[str]) -> None:
                     "their terminals), then run this again"
                 ) from None
             raise KafkalabError(f"cannot delete consumer group {group}: {exc}") from None
+
+
+def delete_group_configs(admin: AdminClient, groups: list[str]) -> list[str]:
+    """Remove what was set on the `groups` themselves (e.g. share.auto.offset.reset, Kafka
+    4.x group configs): a group made again starts from the brokers' defaults. Returns the
+    settings removed, as group:name."""
+    if not groups:
+        return []
+    resources = [ConfigResource(ResourceType.GROUP, g) for g in groups]
+    removed: list[str] = []
+    for res, fut in admin.describe_configs(resources, request_timeout=30).items():
+        entries = fut.result()
+        dynamic = [
+            ConfigEntry(name, None, incremental_operation=AlterConfigOpType.DELETE)
+            for name, e in entries.items()
+            if e.source == ConfigSource.GROUP_CONFIG.value
+        ]
+        if not dynamic:
+            continue
+        target = ConfigResource(ResourceType.GROUP, res.name, incremental_configs=dynamic)
+        for done in admin.incremental_alter_configs([target], request_timeout=30).values():
+            done.result()
+        removed += [f"{res.name}:{e.name}" for e in dynamic]
+    return removed
 
 
 @dataclass(frozen=True)

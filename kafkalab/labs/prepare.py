@@ -20,6 +20,7 @@ from kafkalab.kafka import clients, topics, waits
 from kafkalab.labs import checks
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.progress import Progress
+from kafkalab.topology import release
 
 WAIT_BROKERS = 150.0  # a restarted broker takes 30-60 s on a busy 2-core machine
 
@@ -30,6 +31,8 @@ def prepare(ctx: LabContext) -> float:
     lab = ctx.lab
     ensure_running(ctx, render.step)
     topics.delete_groups(ctx.admin(), lab.spec.owns.groups)
+    if release(ctx.topo.kafka_version) >= (4, 0):  # groups have configs of their own there
+        topics.delete_group_configs(ctx.admin(), lab.spec.owns.groups)
     deleted = topics.delete_topics(ctx.admin(), lab.topics())
     if deleted:
         render.step(f"deleted topic(s) {', '.join(deleted)}")

@@ -5,6 +5,7 @@ says what is missing in the learner's words.
 
 from __future__ import annotations
 
+import shlex
 from typing import Literal
 
 from pydantic import Field
@@ -293,4 +294,66 @@ def group_type(ctx: LabContext, p: GroupTypeParams) -> Verdict:
     for m in described.members:
         parts = sorted(tp.partition for tp in m.assignment.topic_partitions)
         v.facts.append(f"member {m.client_id or m.member_id}: partitions {parts}")
+    return v
+
+
+class ShareGroupParams(Params):
+    group: str
+    topic: str
+
+
+def _share_offsets(text: str, group: str, topic: str) -> dict[int, tuple[int, int]]:
+    """`kafka-share-groups.sh --describe --offsets` rows of one topic: partition ->
+    (start offset, lag)."""
+    out = {}
+    for line in text.splitlines():
+        cols = line.split()
+        if len(cols) == 5 and cols[:2] == [group, topic] and cols[2].isdigit():
+            start, lag = (int(c) if c.lstrip("-").isdigit() else -1 for c in cols[3:])
+            out[int(cols[2])] = (start, lag)
+    return out
+
+
+@kind(
+    "share_group_done",
+    ShareGroupParams,
+    lambda p, _m: f"share group {p.group} has acknowledged every record of {p.topic}",
+)
+def share_group_done(ctx: LabContext, p: ShareGroupParams) -> Verdict:
+    """What the share group's coordinator says of it (Kafka's own kafka-share-groups.sh on a
+    machine: confluent-kafka's admin has no share group call): it exists, and on every
+    partition of the topic nothing is left to deliver (lag 0: each record accepted, or
+    rejected, or given up after its last delivery)."""
+    t = existing_topic(ctx, p.topic)
+    script = shlex.join(
+        [
+            "kafka-share-groups.sh",
+            "--bootstrap-server",
+            ctx.bootstrap,
+            "--describe",
+            "--group",
+            p.group,
+            "--offsets",
+        ]
+    )
+    proc = ctx.sh(ctx.tool_host(), script)
+    said = proc.stdout + proc.stderr
+    if f"Group {p.group} is not a share group" in said:
+        return Verdict([f"group {p.group} is a consumer group, not a share group"])
+    if "GroupIdNotFoundException" in said:
+        return Verdict([f"there is no share group {p.group}: no worker has joined it yet"])
+    rows = _share_offsets(said, p.group, p.topic)
+    if not rows:
+        return Verdict([f"share group {p.group} has not read {p.topic} yet"])
+    v = Verdict()
+    for part in range(len(t.partitions)):
+        start, lag = rows.get(part, (-1, -1))
+        if part not in rows or lag < 0:
+            v.problems.append(f"partition {part}: share group {p.group} has not started on it")
+        elif lag != 0:
+            v.problems.append(
+                f"partition {part}: {plural(lag, 'record')} not acknowledged yet (lag {lag})"
+            )
+        else:
+            v.facts.append(f"partition {part}: start offset {start}, lag 0")
     return v

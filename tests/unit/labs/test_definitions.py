@@ -96,6 +96,10 @@ def test_a_good_tiny_lab(tmp_path):
             "checks[0] (topic): partitons: unknown setting",
         ),
         (
+            changed(checks=[{"kind": "share_group_done", "group": "g"}]),
+            "checks[0] (share_group_done): topic: Field required",
+        ),
+        (
             changed(checks=[{"kind": "group_type", "group": "g", "type": "share"}]),
             "checks[0] (group_type): type: Input should be 'consumer' or 'classic'",
         ),
@@ -388,3 +392,16 @@ def test_a_lab_for_a_newer_kafka_says_which_release_it_needs(tmp_path):
     with pytest.raises(KafkalabError, match=r"needs.kafka_min: Kafka 4.0 has no ZooKeeper mode"):
         catalog.load(make_lab(tmp_path, changed(needs={"kafka_min": "4.0"}), "12-zk"))
     assert release("4.0") < release("4.0.1") < release("4.3.1") and release("3.9.2") < (4,)
+
+
+def test_the_share_group_table_is_read_per_partition():
+    from kafkalab.labs.checks.topics import _share_offsets
+
+    text = (
+        "\nGROUP           TOPIC           PARTITION  START-OFFSET  LAG\n"
+        "workers         jobs            0          18            0\n"
+        "workers         jobs            1          4             7\n"
+        "workers         other           0          2             0\n"
+        "workers         jobs            2          -             -\n"
+    )
+    assert _share_offsets(text, "workers", "jobs") == {0: (18, 0), 1: (4, 7), 2: (-1, -1)}
