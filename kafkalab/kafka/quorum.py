@@ -125,21 +125,26 @@ def _role_health() -> ModuleType:
     return module
 
 
-def active_controller(bootstrap: str) -> int | None:
-    """The active KRaft controller's node id, from one DescribeQuorum request (no JVM tool);
-    None when no broker answers or the quorum has no leader. Call inside the lab's network."""
+def voters(bootstrap: str) -> tuple[int, list[int]]:
+    """The KRaft quorum's leader and voter ids, from one DescribeQuorum request (no JVM
+    tool); raises when no broker answers or the quorum has no leader. Call inside the lab's
+    network."""
     health = _role_health()
+    client = health.connect(bootstrap)
     try:
-        client = health.connect(bootstrap)
-    except Exception:
-        return None
-    try:
-        leader, _voters = health.describe_quorum(client, client.least_loaded_node())
-        return int(leader)
-    except Exception:
-        return None
+        leader, ids = health.describe_quorum(client, client.least_loaded_node())
+        return int(leader), [int(i) for i in ids]
     finally:
         client.close()
+
+
+def active_controller(bootstrap: str) -> int | None:
+    """The active KRaft controller's node id (see `voters`); None when no broker answers or
+    the quorum has no leader."""
+    try:
+        return voters(bootstrap)[0]
+    except Exception:
+        return None
 
 
 def kraft_leader(

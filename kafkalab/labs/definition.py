@@ -99,6 +99,9 @@ class SetupRecords(_Strict):
 class Setup(_Strict):
     topics: list[SetupTopic] = Field(default_factory=list)
     records: list[SetupRecords] = Field(default_factory=list)
+    # "all": every KRaft controller a voter again (a lab that removes one from a dynamic
+    # quorum; `lab reset` adds it back with kafka-metadata-quorum.sh add-controller)
+    voters: Literal["all"] | None = None
 
     @model_validator(mode="after")
     def _records_go_to_setup_topics(self) -> Setup:

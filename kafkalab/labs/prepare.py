@@ -6,6 +6,7 @@ Runs inside the cluster's network namespace, as the rest of the lab code.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from confluent_kafka.admin import NewTopic
 
 from kafkalab import render
 from kafkalab.errors import KafkalabError
-from kafkalab.kafka import clients, topics, waits
+from kafkalab.kafka import clients, quorum, topics, waits
 from kafkalab.labs import checks
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.progress import Progress
@@ -30,6 +31,8 @@ def prepare(ctx: LabContext) -> float:
     start = time.monotonic()
     lab = ctx.lab
     ensure_running(ctx, render.step)
+    if lab.spec.setup.voters == "all":
+        restore_voters(ctx, render.step)
     topics.delete_groups(ctx.admin(), lab.spec.owns.groups)
     if release(ctx.topo.kafka_version) >= (4, 0):  # groups have configs of their own there
         topics.delete_group_configs(ctx.admin(), lab.spec.owns.groups)
@@ -55,6 +58,40 @@ def prepare(ctx: LabContext) -> float:
         reset_seconds=round(seconds, 1),
     )
     return seconds
+
+
+def restore_voters(ctx: LabContext, progress: Callable[[str], None]) -> None:
+    """Every KRaft controller a voter again: one a lab removed from the (dynamic) quorum is
+    added back from its own machine, as the learner would (kafka-metadata-quorum.sh
+    add-controller with that node's config)."""
+    combined = ctx.topo.controllers == 0
+    controllers = {
+        m.node_id: m.name
+        for m in ctx.topo.machines()
+        if m.node_id is not None
+        and ("kafka_controller" in m.groups or (combined and "kafka_broker" in m.groups))
+    }
+    leader, now = ctx.cluster.run(lambda: quorum.voters(ctx.bootstrap))
+    for node, host in sorted(controllers.items()):
+        if node in now:
+            continue
+        progress(f"adding controller {node} ({host}) back to the KRaft voters")
+        script = shlex.join(
+            [
+                "kafka-metadata-quorum.sh",
+                "--command-config",
+                "/etc/kafka/server.properties",
+                "--bootstrap-controller",
+                f"{ctx.addresses[ctx.host_of(leader)]}:9093",
+                "add-controller",
+            ]
+        )
+        proc = ctx.sh(host, script, timeout=120)
+        if proc.returncode:
+            raise KafkalabError(
+                f"could not add controller {node} back to the voters: "
+                f"{(proc.stdout + proc.stderr).strip().splitlines()[-1:]}"
+            )
 
 
 def ensure_running(ctx: LabContext, progress: Callable[[str], None]) -> None:

@@ -4,6 +4,8 @@ labs look at. Like every kind, they look at the cluster itself, never at log tex
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections import Counter
 from typing import Any
 
@@ -212,4 +214,48 @@ def metadata_quorum_healthy(ctx: LabContext, _p: NoParams) -> Verdict:
             f"{host} is not caught up with the leader yet (lag {lag}): start it "
             "if it is stopped, or wait a few seconds"
         )
+    return v
+
+
+class VotersParams(Params):
+    voters: list[str] = Field(min_length=1)  # machine names
+    observers: list[str] = Field(default_factory=list)
+
+
+def _kraft_version(ctx: LabContext) -> int | None:
+    """The finalized kraft.version (0: a static quorum, 1: dynamic, KIP-853), as
+    kafka-features.sh describes it; None when the tool does not say."""
+    script = shlex.join(["kafka-features.sh", "--bootstrap-server", ctx.bootstrap, "describe"])
+    proc = ctx.sh(ctx.tool_host(), script)
+    found = re.search(r"Feature: kraft\.version\s.*?FinalizedVersionLevel: (\d+)", proc.stdout)
+    return int(found.group(1)) if found else None
+
+
+@kind(
+    "quorum_voters",
+    VotersParams,
+    lambda p, _m: (
+        f"the KRaft quorum is dynamic, its voters {', '.join(p.voters)}"
+        + (f"; {', '.join(p.observers)} observing" if p.observers else "")
+    ),
+)
+def quorum_voters(ctx: LabContext, p: VotersParams) -> Verdict:
+    """kraft.version and the quorum's members as the active controller says (the voters,
+    and the observers: brokers and removed controllers that only read the metadata log)."""
+    v = Verdict()
+    level = _kraft_version(ctx)
+    if level is None or level < 1:
+        v.problems.append(
+            f"the quorum is static (kraft.version {level}): voters can change only once it is "
+            "dynamic (kafka-features.sh upgrade --feature kraft.version=1)"
+        )
+    now = ctx.metadata_leader()
+    voting = sorted(h for h, s in now.members.items() if s in ("Leader", "Follower", "down"))
+    watching = sorted(h for h, s in now.members.items() if s == "Observer")
+    v.facts.append(f"kraft.version {level}; voters {voting}; observers {watching}")
+    if voting != sorted(p.voters):
+        v.problems.append(f"the voters are {', '.join(voting)}, not {', '.join(sorted(p.voters))}")
+    missing = sorted(set(p.observers) - set(watching))
+    if missing:
+        v.problems.append(f"{', '.join(missing)} not among the observers ({', '.join(watching)})")
     return v

@@ -96,6 +96,14 @@ def test_a_good_tiny_lab(tmp_path):
             "checks[0] (topic): partitons: unknown setting",
         ),
         (
+            changed(setup={"voters": "some"}),
+            "setup.voters: Input should be 'all'",
+        ),
+        (
+            changed(checks=[{"kind": "quorum_voters", "voters": []}]),
+            "checks[0] (quorum_voters): voters: List should have at least 1 item",
+        ),
+        (
             changed(checks=[{"kind": "share_group_done", "group": "g"}]),
             "checks[0] (share_group_done): topic: Field required",
         ),
