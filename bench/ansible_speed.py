@@ -36,8 +36,9 @@ def up(env: dict[str, str], times: Path) -> tuple[float, list[dict[str, object]]
     times.write_text("")
     before = load()
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kafkalab", "up"], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalab", "up"], env=env, capture_output=True, text=True
+    )
     secs = time.monotonic() - start
     if proc.returncode != 0:
         sys.exit(f"kafkalab up failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -53,11 +54,16 @@ def breakdown(secs: float, rows: list[dict[str, object]], top: int) -> list[tupl
     for r in tasks:
         name = str(r["task"])
         by_role[name.split(" : ", 1)[0] if " : " in name else "(site.yml plays)"] += float(
-            str(r["secs"]))
-    out = [("  boot, checks, ansible start (s)", f"{secs - total:.1f}"),
-           ("  ansible-playbook run (s)", f"{total:.1f}")]
-    out += [(f"    role {role} (s)", f"{t:.1f}") for role, t in
-            sorted(by_role.items(), key=lambda kv: -kv[1])]
+            str(r["secs"])
+        )
+    out = [
+        ("  boot, checks, ansible start (s)", f"{secs - total:.1f}"),
+        ("  ansible-playbook run (s)", f"{total:.1f}"),
+    ]
+    out += [
+        (f"    role {role} (s)", f"{t:.1f}")
+        for role, t in sorted(by_role.items(), key=lambda kv: -kv[1])
+    ]
     for r in sorted(tasks, key=lambda r: -float(str(r["secs"])))[:top]:
         out.append((f"    task {str(r['task'])[:44]} (s)", f"{float(str(r['secs'])):.2f}"))
     return out
@@ -87,14 +93,14 @@ def main() -> None:
             for what in GOALS:
                 secs, rows, loadavg = up(run_env, times)
                 verdict = "ok" if secs <= GOALS[what] else f"over {GOALS[what]:.0f}"
-                figures.append((f"{strategy}: {what} (s), load {loadavg}",
-                                f"{secs:.1f} {verdict}"))
+                figures.append((f"{strategy}: {what} (s), load {loadavg}", f"{secs:.1f} {verdict}"))
                 figures += breakdown(secs, rows, args.top)
     finally:
         subprocess.run(down, env=env, capture_output=True)
         times.unlink(missing_ok=True)
-    print(f"kafkalab up with a warm cache ({os.cpu_count()} cores; load = 1-min average "
-          "before/after)")
+    print(
+        f"kafkalab up with a warm cache ({os.cpu_count()} cores; load = 1-min average before/after)"
+    )
     for label, value in figures:
         print(f"  {label:<58} {value:>9}")
 

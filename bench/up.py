@@ -76,8 +76,9 @@ class PeakSampler(threading.Thread):
 
 def kafkalab(env: dict[str, str], *args: str) -> float:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kafkalab", *args], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafkalab", *args], env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         sys.exit(f"kafkalab {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return time.monotonic() - start

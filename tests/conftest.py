@@ -12,6 +12,7 @@ the KRaft default, 4.3.1 (the ZooKeeper lab stays on 3.9.2: 4.0 removed ZooKeepe
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -79,33 +80,33 @@ class Cluster:
         return host_side.kafkalab(self.env, *args, check=check)
 
 
-def _env(mode: str) -> tuple[dict[str, str], Path]:
-    state = repo_root() / ".kafkalab-test" / NETNS[mode]
-    env = dict(os.environ, KAFKALAB_STATE=str(state), KAFKALAB_NETNS=NETNS[mode])
+def _env(ns: str) -> tuple[dict[str, str], Path]:
+    state = repo_root() / ".kafkalab-test" / ns
+    env = dict(os.environ, KAFKALAB_STATE=str(state), KAFKALAB_NETNS=ns)
     env["COLUMNS"] = "200"
     return env, state
 
 
-@pytest.fixture(scope="session", params=MODES)
-def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    mode = request.param
-    env, state = _env(mode)
-    c = Cluster(mode, NETNS[mode], state, env, "")
+@contextlib.contextmanager
+def lab_cluster(ns: str, **settings: str) -> Iterator[Cluster]:
+    """A new embedded lab named `ns` with topology `settings` (and host ports of its own),
+    purged afterwards; the body runs with the calling thread in the lab's namespace."""
+    mode = settings.get("mode", "kraft")
+    env, state = _env(ns)
+    c = Cluster(mode, ns, state, env, "")
     c.kafkalab("down", "--purge", check=False)  # leftovers of an interrupted run
     try:
         # Host ports of its own (tests/host_side.py), never a learner's 9092.
-        topology = host_side.topology_file(
-            state.parent / f"{c.ns}-topology.yml", **lab_settings(mode)
-        )
+        topology = host_side.topology_file(state.parent / f"{ns}-topology.yml", **settings)
         up = c.kafkalab("up", "--mode", mode, "-t", str(topology), check=False)
         if up.returncode != 0:
-            keep = state.parent / f"failed-{c.ns}"  # the lab's logs outlive its purge
+            keep = state.parent / f"failed-{ns}"  # the lab's logs outlive its purge
             shutil.rmtree(keep, ignore_errors=True)
             shutil.copytree(state / "logs", keep, dirs_exist_ok=True)
             raise AssertionError(f"kafkalab up failed (logs: {keep}):\n{up.stdout}\n{up.stderr}")
         c.up_output = up.stdout
-        netns.enter(c.ns)
-        yield c
+        with netns.inside(ns):
+            yield c
     finally:
         held = forward.running(state)
         c.kafkalab("down", "--purge", check=False)
@@ -114,6 +115,14 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
             host_side.on_host(
                 lambda: forward.check_free([forward.Forward(**f) for f in held["forwards"]])
             )
+
+
+@pytest.fixture(scope="session", params=MODES)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    mode = request.param
+    with lab_cluster(NETNS[mode], **lab_settings(mode)) as c:
+        netns.enter(c.ns)  # for the rest of the session: the tests' clients reach it
+        yield c
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

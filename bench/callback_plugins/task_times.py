@@ -55,5 +55,9 @@ class CallbackModule(CallbackBase):
         with open(path, "a") as out:
             for row in self.rows:
                 out.write(json.dumps(row) + "\n")
-            out.write(json.dumps({"task": "TOTAL", "action": "total",
-                                  "secs": time.monotonic() - self.start}) + "\n")
+            out.write(
+                json.dumps(
+                    {"task": "TOTAL", "action": "total", "secs": time.monotonic() - self.start}
+                )
+                + "\n"
+            )

@@ -51,6 +51,13 @@ def up(
     with_: Annotated[
         str | None, typer.Option("--with", help="extra hosts, comma separated: spark,ksqldb")
     ] = None,
+    kafka_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kafka-version",
+            help="Kafka release, e.g. 3.9.2; a running KRaft lab rolls to a newer one node by node",
+        ),
+    ] = None,
     topology_file: TopologyFile = None,
     provision: Annotated[
         bool, typer.Option(help="run ansible/site.yml (--no-provision: boot machines only)")
@@ -65,6 +72,7 @@ def up(
             "--brokers": brokers,
             "--controllers": controllers,
             "--with": with_,
+            "--kafka-version": kafka_version,
             "--topology": topology_file,
             "--no-provision": None if provision else True,
         }
@@ -84,7 +92,7 @@ def up(
             f"kafkalab up runs on the host: this shell is inside lab network {inside} "
             "(kafkalab shell): leave it with `exit` and run kafkalab up again"
         )
-    _up_embedded(mode, brokers, controllers, with_, topology_file, provision)
+    _up_embedded(mode, brokers, controllers, with_, kafka_version, topology_file, provision)
 
 
 def _up_hosts(path: Path) -> None:
@@ -114,6 +122,7 @@ def _up_embedded(
     brokers: int | None,
     controllers: int | None,
     with_: str | None,
+    kafka_version: str | None,
     topology_file: Path | None,
     provision: bool,
 ) -> None:
@@ -124,6 +133,7 @@ def _up_embedded(
         "brokers": brokers,
         "controllers": controllers,
         "extra_hosts": with_.split(",") if with_ else None,
+        "kafka_version": kafka_version,
     }
     # An existing cluster keeps its settings unless a flag (or an explicit file) changes one,
     # and always its extra hosts (`up` adds machines, only `down --purge` removes them).

@@ -17,7 +17,10 @@ from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.labs import checks
 from kafkalab.labs.definition import FOLDER, PLACEHOLDER, PLACEHOLDERS, Definition, Lab, Needs
 from kafkalab.paths import repo_root
-from kafkalab.topology import EXTRA_HOSTS, has_zookeeper, read_mapping
+from kafkalab.topology import EXTRA_HOSTS, has_zookeeper, read_mapping, release
+
+# What a lab's `kafkalab:` step may run: the host's own commands a learner types in a lab
+HOST_COMMANDS = ("up", "status")
 
 
 def labs_root() -> Path:
@@ -79,6 +82,9 @@ def _cross_check(lab: Lab, source: str) -> None:
             "needs.kafka_min",
             f"Kafka {kafka_min} has no ZooKeeper mode: the lab needs modes: [kraft]",
         )
+    kafka_max = spec.needs.kafka_max
+    if kafka_min and kafka_max and release(kafka_min) > release(kafka_max):
+        raise bad("needs.kafka_max", f"{kafka_max} is older than needs.kafka_min {kafka_min}")
     _check_host(spec.host, spec.needs, bad, "host")
     started: set[str] = set()
     remembered: set[str] = set()
@@ -110,10 +116,18 @@ def _cross_check(lab: Lab, source: str) -> None:
             if s.background in started:
                 raise bad(where, f"background name {s.background!r} is used twice")
             started.add(s.background)
-        if s.wait and s.wait not in started:
-            raise bad(
-                where, f"waits for {s.wait!r}, which no earlier step started in the background"
-            )
+        for name in (s.wait, s.stop):
+            if name and name not in started:
+                raise bad(
+                    where, f"waits for {name!r}, which no earlier step started in the background"
+                )
+        if s.kafkalab is not None:
+            words = s.kafkalab.split()
+            if not words or words[0] not in HOST_COMMANDS:
+                raise bad(
+                    where,
+                    f"kafkalab: runs one of {', '.join(HOST_COMMANDS)} (got {s.kafkalab!r})",
+                )
         if s.remember:
             remembered.add(s.remember)
 

@@ -36,6 +36,9 @@ class Needs(_Strict):
     extra_hosts: list[Literal["spark", "ksqldb"]] = Field(default_factory=list)  # `up --with`
     # the oldest Kafka release the lab runs on, e.g. "4.0" for a feature 4.0 brought
     kafka_min: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+){0,2}$")
+    # the newest line the lab starts on, e.g. "3.9" for an upgrade from 3.9: `lab start`,
+    # `reset` and `solve` refuse a newer cluster (`lab check` looks at it after the upgrade)
+    kafka_max: str | None = Field(None, pattern=r"^[0-9]+(\.[0-9]+){0,2}$")
 
 
 class SetupTopic(_Strict):
@@ -135,13 +138,20 @@ class CheckSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+ACTIONS = ("run", "python", "kafkalab", "wait", "stop", "sleep", "until")
+
+
 class LabStep(_Strict):
-    """One step of the reference solution. Exactly one of run/python/wait/sleep/until."""
+    """One step of the reference solution. Exactly one of run/python/kafkalab/wait/stop/
+    sleep/until."""
 
     title: str
     run: str | None = None  # a shell command on a machine
     python: str | None = None  # a script of the lab folder + args, on the controller side
+    # a kafkalab command, as the learner types it on the host (e.g. `up --kafka-version X`)
+    kafkalab: str | None = None
     wait: str | None = None  # join a background step by name, print its output
+    stop: str | None = None  # Ctrl-C a background step by name, then join it as `wait` does
     sleep: float | None = Field(None, gt=0, le=120)
     until: CheckSpec | None = None  # poll a check until it passes
     machine: str | None = None  # where a run step runs (default: the lab's host)
@@ -154,10 +164,10 @@ class LabStep(_Strict):
 
     @model_validator(mode="after")
     def _one_action(self) -> LabStep:
-        actions = [a for a in ("run", "python", "wait", "sleep", "until") if getattr(self, a)]
+        actions = [a for a in ACTIONS if getattr(self, a)]
         if len(actions) != 1:
             raise ValueError(
-                "a step does exactly one of run, python, wait, sleep, until "
+                f"a step does exactly one of {', '.join(ACTIONS)} "
                 f"(got {', '.join(actions) or 'none'})"
             )
         if self.background and not (self.run or self.python):

@@ -24,9 +24,17 @@ from kafkalab.topology import SUPPORTED_KAFKA_VERSIONS, release
 # -- the cluster a lab runs on -------------------------------------------------------------
 
 
-def require(topo: Layout | None, lab: Lab, target: InventoryCluster | None = None) -> Layout:
+def require(
+    topo: Layout | None,
+    lab: Lab,
+    target: InventoryCluster | None = None,
+    *,
+    starting: bool = True,
+) -> Layout:
     """Refuse, before anything runs, a cluster the lab cannot run on. The refusal says how
-    to give it what it lacks as `target` (by default the embedded lab) takes it."""
+    to give it what it lacks as `target` (by default the embedded lab) takes it. `starting`:
+    the lab is to be (re)started there, which a lab with needs.kafka_max refuses on a newer
+    release; its check looks at the cluster the learner has upgraded."""
     embedded = target is None or target.kind == "embedded"
     hint = target.how_to_add if target is not None else embedded_hint
     needs = lab.spec.needs
@@ -57,6 +65,20 @@ def require(topo: Layout | None, lab: Lab, target: InventoryCluster | None = Non
                 else f"set kafka_version: {newest} in the inventory and provision again"
             )
         )
+    if starting and needs.kafka_max and too_new(topo.kafka_version, needs.kafka_max):
+        older = max(
+            (v for v in SUPPORTED_KAFKA_VERSIONS if not too_new(v, needs.kafka_max)), key=release
+        )
+        raise KafkalabError(
+            f"{name} starts on Kafka {needs.kafka_max}; this cluster runs {topo.kafka_version}, "
+            "and a cluster never goes back to an older line: "
+            + (
+                f"run `kafkalab down --purge` (it deletes the lab's data), then "
+                f"`kafkalab up --kafka-version {older}`"
+                if embedded
+                else f"use a cluster provisioned with kafka_version: {older} on new storage"
+            )
+        )
     try:
         topo.check_replication_factor(lab.max_replication_factor())
     except KafkalabError as exc:
@@ -80,9 +102,15 @@ def require(topo: Layout | None, lab: Lab, target: InventoryCluster | None = Non
     return topo
 
 
-def context(lab: Lab, cluster: InventoryCluster) -> LabContext:
+def too_new(kafka_version: str, kafka_max: str) -> bool:
+    """Whether `kafka_version` is past a lab's needs.kafka_max ("3.9.2" is not past "3.9")."""
+    newest = release(kafka_max)
+    return release(kafka_version)[: len(newest)] > newest
+
+
+def context(lab: Lab, cluster: InventoryCluster, *, starting: bool = True) -> LabContext:
     """The lab against the cluster, with this process where the cluster is reached."""
-    topo = require(cluster.layout(), lab, cluster)
+    topo = require(cluster.layout(), lab, cluster, starting=starting)
     progress = Progress(cluster.state)
     baseline = progress.get(lab).get("baseline", {})
     ctx = LabContext(cluster, topo, lab, progress.workdir(lab), baseline)
@@ -130,7 +158,7 @@ def reset(ref: str, cluster: InventoryCluster) -> None:
 
 def check(ref: str, cluster: InventoryCluster) -> bool:
     lab = catalog.find(ref)
-    return _check(context(lab, cluster))
+    return _check(context(lab, cluster, starting=False))
 
 
 def _check(ctx: LabContext) -> bool:
@@ -165,7 +193,7 @@ def _check(ctx: LabContext) -> bool:
 
 def solve(ref: str, cluster: InventoryCluster, from_start: bool = True) -> bool:
     lab = catalog.find(ref)
-    ctx = context(lab, cluster)
+    ctx = context(lab, cluster, starting=from_start)
     if from_start:
         render.step(f"lab {lab.id}: {lab.title} — back to the starting state first")
         prepare(ctx)

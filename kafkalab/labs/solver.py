@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,8 @@ from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import PLACEHOLDER, LabStep
 from kafkalab.paths import repo_root
 from kafkalab.processes import stop_group
+from kafkalab.targets import netns
+from kafkalab.targets.statedir import LOCK_HOLDER
 
 UNTIL_TICK = 2.0  # seconds between two looks of an `until` step
 
@@ -84,10 +87,16 @@ class Solver:
             render.detail(f"(waited {step.sleep:g}s)", "dim")
         elif step.wait:
             self._join(step.wait, step)
+        elif step.stop:
+            running = self.background[step.stop].proc
+            if running.poll() is None:
+                os.killpg(running.pid, signal.SIGINT)  # Ctrl-C in the learner's terminal 2
+                render.detail(f"(Ctrl-C to {step.stop!r})", "dim")
+            self._join(step.stop, step)
         elif step.until:
             self._until(step)
         else:
-            argv, where, shown = self._command(step)
+            argv, where, shown, fds = self._command(step)
             render.command(where, shown)
             if step.background:
                 out = tempfile.TemporaryFile()  # noqa: SIM115 (run() closes it after the last step)
@@ -98,21 +107,25 @@ class Solver:
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
                     cwd=repo_root(),
-                    env=self._env(),
+                    env=self._env(step),
+                    pass_fds=fds,
                 )
                 self.background[step.background] = Background(bg, out, shown)
                 render.detail(f"(running in the background as {step.background!r})", "dim")
                 return
             # A session of its own, stopped whole: a step's script may start children (lab
             # 10's starts a JVM) that would outlive a timeout or a Ctrl-C that ends only it.
+            # A kafkalab command shows its own progress as it goes (an `up` takes a minute).
+            live = step.kafkalab is not None
             proc = subprocess.Popen(
                 argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stdout=None if live else subprocess.PIPE,
+                stderr=None if live else subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 cwd=repo_root(),
-                env=self._env(),
+                env=self._env(step),
+                pass_fds=fds,
             )
             try:
                 stdout, _ = proc.communicate(timeout=step.timeout)
@@ -124,10 +137,15 @@ class Solver:
             except BaseException:
                 stop_group(proc)
                 raise
-            render.output(stdout.decode(errors="replace"), step.show)
+            if not live:
+                render.output(stdout.decode(errors="replace"), step.show)
             self._verdict(step, proc.returncode)
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, step: LabStep) -> dict[str, str]:
+        if step.kafkalab is not None:
+            # The learner's own kafkalab on the host: the cluster this one runs on (its
+            # state dir, from the environment), under the lock this command holds.
+            return {**os.environ, LOCK_HOLDER: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
         # A lab's scripts take their brokers and work dir from here: on the controller of a
         # cluster without a namespace, kafka1 does not resolve.
         where = {
@@ -137,7 +155,16 @@ class Solver:
         env = {**os.environ, **self.ctx.cluster.env(), **where, **self.ctx.lab.spec.env}
         return {**env, "PYTHONUNBUFFERED": "1"}
 
-    def _command(self, step: LabStep) -> tuple[list[str], str, str]:
+    def _command(self, step: LabStep) -> tuple[list[str], str, str, tuple[int, ...]]:
+        if step.kafkalab is not None:
+            if self.ctx.cluster.kind != "embedded":
+                raise KafkalabError(
+                    f"step {step.title!r} runs `kafkalab {step.kafkalab}` on the embedded lab;"
+                    " on your own hosts or VMs do what the lab's README says for them"
+                )
+            words = shlex.split(step.kafkalab)
+            argv, fds = netns.on_host([sys.executable, "-m", "kafkalab", *words])
+            return argv, "(host)", f"kafkalab {shlex.join(words)}", fds
         if step.python:
             text = self.resolve(step.python)
             script, *args = shlex.split(text)
@@ -147,7 +174,7 @@ class Solver:
             # as from `kafkalab shell`: where the cluster is reached (in an embedded cluster's
             # network, with its /etc/hosts: kafka1 resolves)
             argv = self.ctx.cluster.wrap([sys.executable, str(path), *args])
-            return argv, "(kafkalab shell)", shown
+            return argv, "(kafkalab shell)", shown, ()
         assert step.run is not None
         host = self.resolve(step.machine or self.ctx.lab.spec.host)
         if step.remember:
@@ -156,7 +183,7 @@ class Solver:
         env = {"KAFKA_JVM_PERFORMANCE_OPTS": QUICK_JVM, **self.ctx.lab.spec.env}
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
         argv = self.ctx.cluster.login_command(host, ["bash", "-c", exports + shown])
-        return argv, host, shown
+        return argv, host, shown, ()
 
     def _verdict(self, step: LabStep, code: int) -> None:
         if step.expect == "fail" and code == 0:

@@ -190,7 +190,16 @@ def veth_pair(ns: str, lab_end: str, machine_end: str) -> None:
     _ip("link", "set", lab_end, "master", BRIDGE, "up", ns=ns)
 
 
+# The network namespace this process was in before it first joined a lab's (the host's):
+# kept open, so a lab step can run a host command (`kafkalab up`) from inside (on_host).
+_HOME: list[int] = []
+_HOME_LOCK = threading.Lock()
+
+
 def _setns(ns: str) -> None:
+    with _HOME_LOCK:
+        if not _HOME and current() is None:
+            _HOME.append(os.open("/proc/thread-self/ns/net", os.O_RDONLY))
     libc = ctypes.CDLL(None, use_errno=True)
     fd = os.open(NETNS_RUN / ns, os.O_RDONLY)
     try:
@@ -274,6 +283,21 @@ def require_inside(ns: str | None = None) -> None:
             "refusing to talk to the lab from the host's network namespace: "
             f"run this inside the lab network{where} (netns.run_in / kafkalab shell)"
         )
+
+
+def on_host(cmd: Sequence[str]) -> tuple[list[str], tuple[int, ...]]:
+    """A command line (and the descriptors it must inherit) that runs `cmd` in the host's
+    network namespace, where this process was before it joined a lab's: the host's own
+    commands (`kafkalab up`) refuse to run inside a lab network."""
+    if current() is None:
+        return list(cmd), ()
+    if not _HOME:
+        raise KafkalabError(
+            "this process started inside a lab network (kafkalab shell): run it from the "
+            "host's shell, so that it can run host commands such as kafkalab up"
+        )
+    fd = _HOME[0]
+    return ["nsenter", f"--net=/proc/self/fd/{fd}", *cmd], (fd,)
 
 
 def enter(ns: str) -> None:

@@ -35,6 +35,9 @@ from kafkalab.targets import netns
 
 MARKER = ".kafkalab-lab"
 LOCK = ".kafkalab-lock"
+# Set by a command that holds a lab's lock for the kafkalab command it runs as a child (a
+# lab step: `lab solve` runs `kafkalab up`): the child works under its parent's lock.
+LOCK_HOLDER = "KAFKALAB_LOCK_HOLDER"
 MARKER_TEXT = (
     "kafkalab lab state: kafkalab made this directory; `kafkalab down --purge` deletes it.\n"
 )
@@ -289,6 +292,9 @@ def exclusive(state: Path) -> Iterator[None]:
     hold its lock (another command on the cluster is refused at once), mark a new one. What
     a refused or failed command on a new cluster made (the directory, the marker) is removed."""
     check_ours(state)
+    if held_by_parent(state):
+        yield
+        return
     missing = state
     while not missing.parent.exists() and missing.parent != missing:
         missing = missing.parent
@@ -305,6 +311,28 @@ def exclusive(state: Path) -> Iterator[None]:
                 rest = {p.name for p in state.iterdir()} - {LOCK, MARKER}
                 if not rest:
                     (state / MARKER).unlink(missing_ok=True)
+
+
+def held_by_parent(state: Path) -> bool:
+    """Whether this process's parent holds the lock of the lab at `state` and lent it to
+    this process (LOCK_HOLDER names the parent): the lock file names the parent's pid, and
+    the lock is taken (a new flock on it is refused)."""
+    said = os.environ.get(LOCK_HOLDER, "")
+    parent = os.getppid()
+    if not said.isdigit() or int(said) != parent:
+        return False
+    try:
+        info = json.loads((state / LOCK).read_text())
+        fd = os.open(state / LOCK, os.O_RDONLY)
+    except (OSError, ValueError):
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return isinstance(info, dict) and info.get("pid") == parent
+    finally:
+        os.close(fd)  # a lock taken here (nobody held it) goes with the descriptor
+    return False
 
 
 def one_command(fn: Callable[P, R]) -> Callable[P, R]:

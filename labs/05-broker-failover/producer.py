@@ -8,10 +8,12 @@ acks=all: the leader acknowledges a record once every in-sync replica has it. Id
 retries after a failover write no duplicates. Each acknowledged record is appended to the
 acked file; `kafkalab lab check 05` reads the topic back and compares (lost = acked -
 consumed). librdkafka's lines about a broker being unreachable are expected meanwhile.
+With --seconds 0 it runs until Ctrl-C, then waits for the records still unacknowledged.
 """
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -20,10 +22,11 @@ from confluent_kafka import Producer
 
 def default_acked() -> Path:
     """acked.txt in the lab's work dir: KAFKALAB_LAB_DIR (`lab solve` sets it), else
-    <lab state dir>/labs/05-broker-failover/ (KAFKALAB_STATE, else .kafkalab)."""
+    <lab state dir>/labs/<the lab of the script run>/ (KAFKALAB_STATE, else .kafkalab):
+    another lab's producer.py may run this one."""
     if os.environ.get("KAFKALAB_LAB_DIR"):
         return Path(os.environ["KAFKALAB_LAB_DIR"]) / "acked.txt"
-    lab = Path(__file__).resolve().parent
+    lab = Path(sys.argv[0]).resolve().parent
     state = os.environ.get("KAFKALAB_STATE") or lab.parent.parent / ".kafkalab"
     return Path(state).expanduser().resolve() / "labs" / lab.name / "acked.txt"
 
@@ -36,7 +39,9 @@ def main() -> None:
         help="bootstrap.servers (default: $KAFKALAB_BOOTSTRAP, else kafka1..3:9092)",
     )
     parser.add_argument("--topic", default="ledger")
-    parser.add_argument("--seconds", type=float, default=40, help="how long to produce")
+    parser.add_argument(
+        "--seconds", type=float, default=40, help="how long to produce (0: until Ctrl-C)"
+    )
     parser.add_argument("--rate", type=int, default=20, help="records per second")
     parser.add_argument("--acked", type=Path, default=default_acked(), help="acked file")
     args = parser.parse_args()
@@ -66,21 +71,24 @@ def main() -> None:
         start = time.monotonic()
         sent = 0
         next_report = start + 2
-        while (now := time.monotonic()) - start < args.seconds:
-            while sent < (now - start) * args.rate:
-                producer.produce(
-                    args.topic, key=str(sent), value=f"{run}-{sent}", on_delivery=delivered
-                )
-                sent += 1
-            producer.poll(0.05)
-            if now >= next_report:
-                waiting = sent - stats["acked"] - stats["failed"]
-                print(
-                    f"{now - start:4.0f}s sent {sent:5d}  acknowledged {stats['acked']:5d}  "
-                    f"waiting {waiting:4d}  failed {stats['failed']}",
-                    flush=True,
-                )
-                next_report += 2
+        try:
+            while (now := time.monotonic()) - start < args.seconds or not args.seconds:
+                while sent < (now - start) * args.rate:
+                    producer.produce(
+                        args.topic, key=str(sent), value=f"{run}-{sent}", on_delivery=delivered
+                    )
+                    sent += 1
+                producer.poll(0.05)
+                if now >= next_report:
+                    waiting = sent - stats["acked"] - stats["failed"]
+                    print(
+                        f"{now - start:4.0f}s sent {sent:5d}  acknowledged "
+                        f"{stats['acked']:5d}  waiting {waiting:4d}  failed {stats['failed']}",
+                        flush=True,
+                    )
+                    next_report += 2
+        except KeyboardInterrupt:
+            print("stopped (Ctrl-C): waiting for the records not acknowledged yet", flush=True)
         left = producer.flush(120)
     print(
         f"done: sent {sent}, acknowledged {stats['acked']}, failed {stats['failed']}, "

@@ -24,6 +24,8 @@ def kafkalab(tmp_path, *args):
         (["up", "--mode", "kraftt"], "mode: Input should be 'kraft' or 'zookeeper'"),
         (["up", "--brokers", "0"], "brokers: Input should be greater than or equal to 1"),
         (["up", "--with", "flink"], "extra_hosts"),
+        (["up", "--kafka-version", "4.9.9"], "kafka_version: "),
+        (["up", "--mode", "zookeeper", "--kafka-version", "4.3.1"], "has no ZooKeeper mode"),
         (["up", "--mode", "zookeeper", "--controllers", "2"], "controllers is a KRaft setting"),
     ],
 )

@@ -113,7 +113,8 @@ def test_a_good_tiny_lab(tmp_path):
         ),
         (
             changed(steps=[{"title": "two", "run": "true", "sleep": 3}]),
-            "steps[0]: a step does exactly one of run, python, wait, sleep, until (got run, sleep)",
+            "steps[0]: a step does exactly one of run, python, kafkalab, wait, stop, sleep, "
+            "until (got run, sleep)",
         ),
         (changed(steps=[{"title": "none"}]), "(got none)"),
         (
@@ -413,3 +414,62 @@ def test_the_share_group_table_is_read_per_partition():
         "workers         jobs            2          -             -\n"
     )
     assert _share_offsets(text, "workers", "jobs") == {0: (18, 0), 1: (4, 7), 2: (-1, -1)}
+
+
+def test_a_lab_that_starts_on_an_older_line_refuses_a_newer_cluster_to_start_on(tmp_path):
+    """needs.kafka_max (lab 14, an upgrade from 3.9): start, reset and solve refuse a 4.x
+    cluster in one line with the way back (new storage on 3.9.2); check looks at it."""
+    old = catalog.load(
+        make_lab(tmp_path, changed(needs={"modes": ["kraft"], "kafka_max": "3.9"}), "14-up")
+    )
+    with pytest.raises(KafkalabError) as exc:
+        runner.require(topo(kafka_version="4.3.1"), old)
+    line = str(exc.value)
+    assert "starts on Kafka 3.9; this cluster runs 4.3.1" in line
+    assert "`kafkalab down --purge`" in line and "`kafkalab up --kafka-version 3.9.2`" in line
+    assert runner.require(topo(kafka_version="4.3.1"), old, starting=False)
+    assert runner.require(topo(kafka_version="3.9.2"), old).kafka_version == "3.9.2"
+    mine = InventoryCluster(tmp_path / "mine.yml")
+    with pytest.raises(KafkalabError, match=r"kafka_version: 3.9.2 on new storage"):
+        runner.require(topo(kafka_version="4.3.1"), old, mine)
+    assert not runner.too_new("3.9.2", "3.9") and runner.too_new("4.0.0", "3.9")
+    assert runner.too_new("3.9.2", "3.9.1") and not runner.too_new("3.9.0", "3")
+    with pytest.raises(KafkalabError, match=r"needs.kafka_max: 3.9 is older than needs.kafka_min"):
+        catalog.load(
+            make_lab(
+                tmp_path,
+                changed(needs={"modes": ["kraft"], "kafka_min": "4.0", "kafka_max": "3.9"}),
+                "15-x",
+            )
+        )
+
+
+@pytest.mark.parametrize(
+    ("step", "why"),
+    [
+        ({"title": "x", "kafkalab": "down --purge"}, r"kafkalab: runs one of up, status"),
+        ({"title": "x", "kafkalab": " "}, r"kafkalab: runs one of up"),
+        ({"title": "x", "stop": "producer"}, r"waits for 'producer', which no earlier step"),
+        ({"title": "x", "stop": "p", "run": "true"}, r"exactly one of run, python, kafkalab"),
+    ],
+)
+def test_host_and_stop_steps_are_checked_when_the_lab_loads(tmp_path, step, why):
+    with pytest.raises(KafkalabError, match=why):
+        catalog.load(make_lab(tmp_path, changed(steps=[step])))
+
+
+def test_the_upgrade_checks_read_the_running_jar_and_the_features():
+    from kafkalab.labs.checks.upgrade import FEATURE, SERVER_JAR
+
+    assert SERVER_JAR.search("/opt/kafka_2.13-4.3.1/libs/kafka_2.13-4.3.1.jar").group(1) == "4.3.1"
+    assert SERVER_JAR.search("/opt/x/libs/kafka-clients-4.3.1.jar") is None
+    text = (
+        "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
+        "FinalizedVersionLevel: 0\tEpoch: 185\n"
+        "Feature: metadata.version    SupportedMinVersion: 3.3-IV3   SupportedMaxVersion: "
+        "4.3-IV0   FinalizedVersionLevel: 3.9-IV0   Epoch: 185\n"
+    )
+    assert FEATURE.findall(text) == [
+        ("kraft.version", "1", "0"),
+        ("metadata.version", "4.3-IV0", "3.9-IV0"),
+    ]

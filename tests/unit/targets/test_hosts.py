@@ -179,6 +179,7 @@ def test_down_never_touches_hosts_it_did_not_make(tmp_path: Path) -> None:
     [
         (["up", "--mode", "zookeeper"], "--mode does not go with -i"),
         (["up", "--no-provision"], "--no-provision does not go with -i"),
+        (["up", "--kafka-version", "4.3.1"], "--kafka-version does not go with -i"),
         (["down", "--purge"], "never stops or wipes hosts it did not make"),
     ],
 )

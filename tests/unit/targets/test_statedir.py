@@ -345,3 +345,37 @@ def test_a_cache_lock_can_wait_for_its_holder(tmp_path):
     with statedir.locked(path, "the Kafka archive", wait=30):
         assert json.loads(path.read_text())["pid"] == os.getpid()
     assert proc.wait(30) == 0
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from kafkalab.targets import statedir
+    try:
+        with statedir.exclusive(Path(sys.argv[1])):
+            print("ran")
+    except statedir.Busy as exc:
+        print("busy:", exc)
+    """
+)
+
+
+def test_a_child_runs_under_the_lock_its_parent_lends_it(tmp_path):
+    """A lab step's `kafkalab up` (lab 14's solve) runs under the lock of the `lab solve`
+    that started it, and only then: not a process the lock was not lent to, nor a child
+    told so by another process."""
+    state = tmp_path / "state"
+    child = [sys.executable, "-c", CHILD, str(state)]
+    with statedir.exclusive(state):
+        lent = {**os.environ, statedir.LOCK_HOLDER: str(os.getpid())}
+        assert subprocess.run(child, env=lent, capture_output=True, text=True).stdout == "ran\n"
+        plain = subprocess.run(child, capture_output=True, text=True).stdout
+        assert plain.startswith("busy:") and f"pid {os.getpid()}" in plain
+        other = {**os.environ, statedir.LOCK_HOLDER: "1"}
+        assert subprocess.run(child, env=other, capture_output=True, text=True).stdout.startswith(
+            "busy:"
+        )
+    # the parent's lock is gone: the child takes its own, as any command does
+    assert subprocess.run(child, env=lent, capture_output=True, text=True).stdout == "ran\n"
+    assert statedir.held_by_parent(state) is False

@@ -18,6 +18,7 @@ import yaml
 
 from kafkalab import inventory, topology
 from kafkalab.artifacts import kafka_python
+from kafkalab.labs.runner import too_new
 from kafkalab.paths import repo_root
 from kafkalab.targets import provision, vagrant
 from kafkalab.topology import release
@@ -187,9 +188,17 @@ def test_lab_vagrantfiles_bring_up_what_the_lab_needs(tmp_path: Path) -> None:
             assert topo.mode == (mode if mode in modes else modes[0]), lab.name
             default = topology.default_kafka_version(topo.mode)
             newer = needs.get("kafka_min") and release(needs["kafka_min"]) > release(default)
-            assert topo.kafka_version == (
-                topology.SUPPORTED_KAFKA_VERSIONS[-1] if newer else default
-            ), lab.name
+            want = topology.SUPPORTED_KAFKA_VERSIONS[-1] if newer else default
+            if needs.get("kafka_max") and too_new(want, needs["kafka_max"]):
+                want = max(
+                    (
+                        v
+                        for v in topology.SUPPORTED_KAFKA_VERSIONS
+                        if not too_new(v, needs["kafka_max"])
+                    ),
+                    key=release,
+                )
+            assert topo.kafka_version == want, lab.name
             assert data["machines"] == [
                 {"name": m.name, "address": m.address, "groups": m.groups, "node_id": m.node_id}
                 for m in topo.machines()
