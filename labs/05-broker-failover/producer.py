@@ -13,7 +13,9 @@ With --seconds 0 it runs until Ctrl-C, then waits for the records still unacknow
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,7 +28,7 @@ def default_acked() -> Path:
     another lab's producer.py may run this one."""
     if os.environ.get("KAFKALAB_LAB_DIR"):
         return Path(os.environ["KAFKALAB_LAB_DIR"]) / "acked.txt"
-    lab = Path(sys.argv[0]).resolve().parent
+    lab = Path(os.path.abspath(sys.argv[0])).parent  # a lab's link to another lab's script
     state = os.environ.get("KAFKALAB_STATE") or lab.parent.parent / ".kafkalab"
     return Path(state).expanduser().resolve() / "labs" / lab.name / "acked.txt"
 
@@ -68,11 +70,24 @@ def main() -> None:
             stats["acked"] += 1
             acked.write(f"{msg.value().decode()} {msg.partition()} {msg.offset()}\n")
 
+        # Ctrl-C only asks the loop to stop: raised inside a delivery callback (librdkafka
+        # calls them from poll), KeyboardInterrupt left confluent-kafka's poll() returning
+        # NULL without an exception (SystemError), and the summary was never printed.
+        stopping = threading.Event()
+
+        def interrupted(_signum, _frame):
+            if stopping.is_set():  # a second Ctrl-C: do not wait for the rest
+                raise KeyboardInterrupt
+            stopping.set()
+
+        signal.signal(signal.SIGINT, interrupted)
         start = time.monotonic()
         sent = 0
         next_report = start + 2
         try:
-            while (now := time.monotonic()) - start < args.seconds or not args.seconds:
+            while not stopping.is_set() and (
+                (now := time.monotonic()) - start < args.seconds or not args.seconds
+            ):
                 while sent < (now - start) * args.rate:
                     producer.produce(
                         args.topic, key=str(sent), value=f"{run}-{sent}", on_delivery=delivered
@@ -87,8 +102,9 @@ def main() -> None:
                         flush=True,
                     )
                     next_report += 2
-        except KeyboardInterrupt:
-            print("stopped (Ctrl-C): waiting for the records not acknowledged yet", flush=True)
+        finally:
+            if stopping.is_set():
+                print("stopped (Ctrl-C): waiting for the records not acknowledged yet", flush=True)
         left = producer.flush(120)
     print(
         f"done: sent {sent}, acknowledged {stats['acked']}, failed {stats['failed']}, "
@@ -97,4 +113,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C twice: stopped without waiting
+        sys.exit(130)
