@@ -103,11 +103,14 @@ def _table(text: str) -> list[dict[str, str]]:
 
 
 def describe(
-    run: Run, bootstrap: str, replication: bool = True
+    run: Run, bootstrap: str, replication: bool = True, *, controllers: bool = False
 ) -> tuple[dict[str, str], list[dict[str, str]]]:
     """`kafka-metadata-quorum.sh describe --status` (and `--replication`), as data: the
-    status pairs and the replication table's rows."""
-    tool = f"kafka-metadata-quorum.sh --bootstrap-server {bootstrap} describe"
+    status pairs and the replication table's rows. `controllers`: `bootstrap` names
+    controllers (--bootstrap-controller), for a quorum whose brokers are not KRaft brokers
+    (a migration from ZooKeeper)."""
+    flag = "--bootstrap-controller" if controllers else "--bootstrap-server"
+    tool = f"kafka-metadata-quorum.sh {flag} {bootstrap} describe"
     script = f"{tool} --status" + (f"; echo ---; {tool} --replication" if replication else "")
     status_part, _, repl_part = run(script).partition("---")
     return _pairs(status_part), _table(repl_part)
@@ -148,11 +151,17 @@ def active_controller(bootstrap: str) -> int | None:
 
 
 def kraft_leader(
-    run: Run, bootstrap: str, host_of: Callable[[int], str], replication: bool = True
+    run: Run,
+    bootstrap: str,
+    host_of: Callable[[int], str],
+    replication: bool = True,
+    *,
+    controllers: bool = False,
 ) -> MetadataLeader:
     """Who leads the quorum, in which epoch; with `replication`, how every voter is doing
-    (one more tool run). `host_of` names the machine of a node id."""
-    status, rows = describe(run, bootstrap, replication)
+    (one more tool run). `host_of` names the machine of a node id; `controllers`: see
+    `describe`."""
+    status, rows = describe(run, bootstrap, replication, controllers=controllers)
     members: dict[str, str] = {}
     lagging: dict[str, int] = {}
     now = max(

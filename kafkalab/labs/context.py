@@ -9,6 +9,7 @@ tools on machines over ssh.
 from __future__ import annotations
 
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,12 @@ class LabContext:
     def sh(self, host: str, script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """A shell script on a machine, in a login shell (Kafka tools on PATH)."""
         return tools.run(self.cluster, host, script, timeout)
+
+    def sh_each(self, hosts: list[str], script: str, timeout: float = 60) -> dict[str, str]:
+        """The same script on several machines at once: what each printed."""
+        with ThreadPoolExecutor(max_workers=len(hosts) or 1) as pool:
+            said = pool.map(lambda h: self.sh(h, script, timeout).stdout, hosts)
+            return dict(zip(hosts, said, strict=True))
 
     def tool_host(self) -> str:
         """A machine to run tools on: the lab's host, or a broker whose Kafka is up."""

@@ -19,6 +19,7 @@ from kafkalab import render
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka import clients, quorum, topics, waits
 from kafkalab.labs import checks
+from kafkalab.labs.checks.migration import MIGRATION_DIR, znodes
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.progress import Progress
 from kafkalab.topology import release
@@ -31,6 +32,8 @@ def prepare(ctx: LabContext) -> float:
     start = time.monotonic()
     lab = ctx.lab
     ensure_running(ctx, render.step)
+    if any(c.kind == "zookeeper_migration" for c in lab.spec.checks):
+        refuse_stale_migration(ctx)
     if lab.spec.setup.voters == "all":
         restore_voters(ctx, render.step)
     topics.delete_groups(ctx.admin(), lab.spec.owns.groups)
@@ -100,6 +103,8 @@ def ensure_running(ctx: LabContext, progress: Callable[[str], None]) -> None:
     if stopped:
         progress(f"starting machine(s) {', '.join(stopped)} (they were stopped)")
         ctx.cluster.start_machines(stopped)
+    if ctx.topo.mode == "zookeeper":
+        refuse_migrated(ctx)
     roles = {m.name: m.groups for m in ctx.topo.machines()}
 
     def start(host: str) -> str:
@@ -128,6 +133,41 @@ def ensure_running(ctx: LabContext, progress: Callable[[str], None]) -> None:
         if what:
             progress(f"started {what} on {host} (it was stopped)")
     wait_brokers_back(ctx, progress if any(started.values()) or stopped else None)
+
+
+def refuse_migrated(ctx: LabContext) -> None:
+    """A ZooKeeper cluster being migrated to KRaft by hand (lab 15: a machine has a migration
+    controller's storage) is no starting state: its brokers may no longer use ZooKeeper, and
+    starting ZooKeeper or a lab there would not undo that. Refused with the way back."""
+    hosts = [m.name for m in ctx.topo.machines() if "kafka_broker" in m.groups]
+    probe = f"test -e {MIGRATION_DIR}/meta.properties && echo migrating || true"
+    found = [h for h, out in ctx.sh_each(hosts, probe, 30).items() if "migrating" in out]
+    if found:
+        embedded = ctx.cluster.kind == "embedded"
+        raise KafkalabError(
+            f"this ZooKeeper cluster is being migrated to KRaft ({', '.join(found)} "
+            f"{'has' if len(found) == 1 else 'have'} KRaft controller storage in {MIGRATION_DIR}), "
+            "so it is no lab's starting state: "
+            + (
+                "run `kafkalab down --purge` (it deletes the lab's data), then "
+                "`kafkalab up --mode zookeeper`"
+                if embedded
+                else "roll the migration back (labs/16-migration-rollback) or use a cluster "
+                "on new storage"
+            )
+        )
+
+
+def refuse_stale_migration(ctx: LabContext) -> None:
+    """A lab that migrates to KRaft does not start over an earlier migration's state in
+    ZooKeeper: new controllers would take that /migration for their own, copy nothing from
+    ZooKeeper and write their empty metadata back to it."""
+    if znodes(ctx, "/migration")["/migration"] is not None:
+        raise KafkalabError(
+            "ZooKeeper still holds /migration, the state of an earlier migration to KRaft: "
+            "once it is rolled back (labs/16-migration-rollback), delete it with "
+            "`zookeeper-shell.sh kafka1:2181 delete /migration` on a machine, then start again"
+        )
 
 
 def wait_brokers_back(ctx: LabContext, progress: Callable[[str], None] | None) -> None:

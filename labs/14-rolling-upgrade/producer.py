@@ -1,7 +1,9 @@
-"""Lab 14's producer: lab 05's (numbered records, acks=all, every acknowledged one noted in
-acked.txt of this lab's work dir), to the topic payments, until you press Ctrl-C.
+"""The producer of the labs that change a running cluster under it (14, and 15 and 16 by a
+link to this file): lab 05's (numbered records, acks=all, every acknowledged one noted in
+acked.txt of the work dir of the lab whose folder you run it from), to the topic payments,
+until you press Ctrl-C.
 
-Run it from `kafkalab shell` (inside the lab network) while the cluster is upgraded:
+Run it from `kafkalab shell` (inside the lab network) while the cluster changes:
 
     .venv/bin/python labs/14-rolling-upgrade/producer.py
 """

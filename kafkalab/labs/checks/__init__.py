@@ -1,6 +1,7 @@
 """The check kinds a lab.yml may use, registered by their modules: `topics` (topics,
 records, keys, consumer groups), `csv_as_json` (a CSV file published as JSON records),
-`failover` (brokers, replicas, leaders, the metadata quorum), `streams` (a Kafka Streams
+`failover` (brokers, replicas, leaders, the metadata quorum), `migration` (a
+ZooKeeper cluster migrated to KRaft), `streams` (a Kafka Streams
 application's counts) and `upgrade` (the release each node runs, the features); `base`
 says what a kind is. Here: validating a check's params, running one, noting the
 baselines a lab's checks compare with.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalab.labs.checks import csv_as_json, failover, streams, topics, upgrade
+from kafkalab.labs.checks import csv_as_json, failover, migration, streams, topics, upgrade
 from kafkalab.labs.checks.base import KINDS, Unmet, Verdict, validate
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import CheckSpec
@@ -22,6 +23,7 @@ __all__ = [
     "baselines",
     "csv_as_json",
     "failover",
+    "migration",
     "run",
     "streams",
     "topics",

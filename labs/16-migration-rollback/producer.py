@@ -1,0 +1,1 @@
+../14-rolling-upgrade/producer.py
