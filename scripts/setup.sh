@@ -30,6 +30,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     awk '/^Collecting/ { print "  [" ++n "] " $0; fflush() } /^Successfully installed/ { print "  " $0 }'
   touch "$stamp"
 fi
+# Byte-compile the project's own modules (pip does it for the packages it installs). Where
+# PYTHONDONTWRITEBYTECODE is set, Python never writes them itself, and every kafkalab command,
+# lab script and test process compiled the ~90 modules it imports again: 0.35 s of each
+# kafkalab run on this machine. Up-to-date files are skipped; an edited module is compiled
+# from source (the stale copy is ignored) until the next setup.
+.venv/bin/python -m compileall -q kafkalab labs spark bench tests >/dev/null
 
 say "fetching what the default lab needs (Kafka, base image) into the cache"
 .venv/bin/kafkalab fetch

@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kafka.client_async import KafkaClient  # type: ignore[import-untyped]
-from kafka.errors import KafkaError  # type: ignore[import-untyped]
-from kafka.protocol.metadata import MetadataRequest  # type: ignore[import-untyped]
+if TYPE_CHECKING:
+    from kafka.client_async import KafkaClient  # type: ignore[import-untyped]
 
 # Metadata v7 (Kafka 2.1): every broker line kafkalab runs serves it, Kafka 4's included
 # (KIP-896 keeps 2.1 as the oldest client baseline), and its layout is fixed here.
@@ -58,6 +58,10 @@ def topic_view(address: str, topic: str, timeout: float = 5) -> TopicView:
 
 
 def _metadata(address: str, timeout: float, topics: list[str] | None) -> object:
+    # Imported here: kafka-python takes ~0.15 s to import, which every kafkalab command paid.
+    from kafka.client_async import KafkaClient  # type: ignore[import-untyped]
+    from kafka.errors import KafkaError  # type: ignore[import-untyped]
+
     deadline = time.monotonic() + timeout
     client = KafkaClient(
         bootstrap_servers=address,
@@ -80,6 +84,8 @@ def _ask(
         if time.monotonic() >= deadline:
             raise OSError(f"{address}: no connection within {timeout:g}s")
         client.poll(timeout_ms=50)
+    from kafka.protocol.metadata import MetadataRequest  # type: ignore[import-untyped]
+
     future = client.send(_NODE, MetadataRequest[_VERSION](topics=topics))
     client.poll(future=future, timeout_ms=max(1, int((deadline - time.monotonic()) * 1000)))
     if not future.is_done:

@@ -1,8 +1,10 @@
 """Lab 14 (a rolling upgrade from Kafka 3.9.2 to 4.3.1 in KRaft mode) on a lab of its own: it
 starts on a release no other KRaft test runs, its solve rolls the cluster with `kafkalab up`
 under a producer, and its reset is new storage (a cluster never goes back to 3.9). The walk:
-start -> check fails -> solve -> check passes -> reset refused in one line -> down --purge, up
-on 3.9.2, start -> check fails."""
+start -> check fails -> solve -> check passes -> reset and a downgrading `up` refused in one
+line, naming the way back (down --purge, up on 3.9.2), which changed nothing. That way back
+is this fixture's own bring-up (a new 3.9.2 lab, where start -> check fails ran first); the
+suite does not walk it a second time (~70 s)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,8 @@ import re
 
 import pytest
 
-from tests import host_side
 from tests.conftest import lab_cluster
-from tests.labs.helpers import check, saved_state
+from tests.labs.helpers import check
 
 pytestmark = pytest.mark.cluster
 
@@ -61,12 +62,5 @@ def test_lab_14_rolling_upgrade(old_cluster):
     back = c.kafkalab("up", "--kafka-version", "3.9.2", check=False)
     assert back.returncode != 0 and "down --purge" in back.stderr + back.stdout
 
-    # The reset the README gives: new storage on 3.9.2, the lab started again, check fails
-    topo = host_side.topology_file(c.state.parent / f"{NS}-topology.yml", **OLD)
-    c.kafkalab("down", "--purge")
-    c.kafkalab("up", "-t", str(topo))
-    assert json.loads((c.state / "lab.json").read_text())["topology"]["kafka_version"] == "3.9.2"
-    c.kafkalab("lab", "start", "14")
-    assert saved_state(c, "14") == "in progress"
-    passed, out = check(c, "14")
-    assert not passed and "still runs Kafka 3.9.2" in out, out
+    passed, out = check(c, "14")  # and the refused `up` changed nothing
+    assert passed, out

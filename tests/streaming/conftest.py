@@ -13,6 +13,7 @@ are started through `ip netns exec`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ from kafkalab.streaming import spark as spark_mod
 from kafkalab.targets import netns
 from kafkalab.targets.embedded import EmbeddedCluster
 from tests import host_side
+from tests.conftest import until_last_user
 
 PREFIX = os.environ.get("KAFKALAB_TEST_NS", "kltest")
 NETNS = f"{PREFIX}-spark"
@@ -74,8 +76,15 @@ class StreamingLab:
 
 @pytest.fixture(scope="session")
 def streaming_lab() -> Iterator[StreamingLab]:
+    """The streaming lab, purged after the last test that uses it (tests/conftest.py)."""
     if os.geteuid() != 0:
         pytest.skip("the streaming tier needs root (network namespaces, machines)")
+    with until_last_user("streaming_lab") as stack:
+        yield stack.enter_context(streaming_lab_up())
+
+
+@contextlib.contextmanager
+def streaming_lab_up() -> Iterator[StreamingLab]:
     state = repo_root() / ".kafkalab-test" / NETNS
     env = dict(os.environ, KAFKALAB_STATE=str(state), KAFKALAB_NETNS=NETNS, COLUMNS="200")
     # Ansible's ssh connections are shared per (host, user) under ~/.ansible/cp: another lab
@@ -97,8 +106,8 @@ def streaming_lab() -> Iterator[StreamingLab]:
         lab.timings = {"spark artifact": fetched, "lab up": time.monotonic() - started}
         lab.cluster = EmbeddedCluster(state)
         lab.cluster.ns = NETNS
-        netns.enter(NETNS)
-        yield lab
+        with netns.inside(NETNS):  # back on the host after its last test
+            yield lab
     finally:
         # The provisioning log outlives the lab, for a failed run's post-mortem.
         if (state / "logs").is_dir():
