@@ -29,6 +29,19 @@ if [ "$(cat /proc/1/comm 2>/dev/null)" = systemd ]; then
     libvirtd-admin.socket virtlogd.service virtlogd.socket virtlogd-admin.socket 2>/dev/null || true
 fi
 
+# /dev/kvm as Debian's udev rule leaves it: group kvm (the group libvirt runs QEMU with), read
+# and write. Without udev (a container) it stays root's alone; libvirt then finds KVM enabled
+# when it probes QEMU but not usable when it checks that probe's cache, so it probes QEMU
+# again on every call that needs the capabilities (4 s each idle, 64 s for the first one;
+# `vagrant up` spent over 2 minutes in them before the VM even started: libvirtd's debug log
+# said "KVM was enabled when probing '/usr/bin/qemu-system-x86_64', but it is not available
+# now" each time). The VMs still run under TCG where KVM cannot run them (KAFKALAB_VM_DRIVER).
+if [ -c /dev/kvm ] && getent group kvm >/dev/null && [ "$(stat -c %G /dev/kvm)" != kvm ]; then
+  say "giving /dev/kvm to group kvm, as udev does (libvirt kept probing QEMU again)"
+  chgrp kvm /dev/kvm
+  chmod g+rw /dev/kvm
+fi
+
 # The VM tier drives Vagrant from Python (python-vagrant, a dev dependency).
 if [ -x .venv/bin/python ] && ! .venv/bin/python -c 'import vagrant' 2>/dev/null; then
   say "installing python-vagrant into .venv"

@@ -131,14 +131,13 @@ LAST_USER: dict[str, str] = {}  # lab key -> nodeid of the last test that uses i
 
 
 def lab_keys(item: pytest.Item) -> list[str]:
-    """The session labs a test uses: cluster[<mode>] and the streaming lab."""
+    """The session labs a test uses: cluster[<mode>], the streaming lab, the VM."""
     names = getattr(item, "fixturenames", ())
     keys = []
     callspec = getattr(item, "callspec", None)
     if "cluster" in names and callspec is not None and "cluster" in callspec.params:
         keys.append(f"cluster[{callspec.params['cluster']}]")
-    if "streaming_lab" in names:
-        keys.append("streaming_lab")
+    keys += [name for name in ("streaming_lab", "vm_lab") if name in names]
     return keys
 
 

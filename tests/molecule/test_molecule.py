@@ -10,6 +10,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,15 +33,16 @@ BASE = yaml.safe_load((repo_root() / "ansible" / "molecule" / "base.yml").read_t
 KAFKA_VERSION = str(BASE["provisioner"]["inventory"]["group_vars"]["all"]["kafka_version"])
 
 
-def role_archives(role: str) -> dict[str, str]:
-    """The archives of the roles beyond Kafka, as the scenario's molecule.yml reads them."""
+def role_archives(role: str) -> dict[str, str] | str:
+    """The archives of the roles beyond Kafka, as the scenario's molecule.yml reads them, or
+    why the scenario cannot run."""
     if role == "spark":
         # outside the lab network: a first build may fetch from PyPI and Maven Central
         return {"KAFKALAB_SPARK_ARCHIVE": str(spark_artifact.resolve_spark())}
     if role == "ksqldb":
         archive = ksqldb_artifact.cached()
         if archive is None:
-            pytest.skip(ksqldb_artifact.missing_message())
+            return ksqldb_artifact.missing_message()
         return {"KAFKALAB_KSQLDB_ARCHIVE": str(archive)}
     return {}
 
@@ -53,33 +56,66 @@ def test_every_role_has_a_scenario():
     assert set(ROLES) == {p.name for p in ROLES_DIR.iterdir() if p.is_dir()} - INTERNAL
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_molecule_scenario(role):
+def run_scenario(role: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`molecule test` of one role inside a lab network namespace of its own."""
     ns = f"klmol-{role}"
-    topo = topology.load()
-    archives = role_archives(role)
-    netns.ensure(ns, topo.gateway(), {"kafka1": "10.77.0.11"})
-    env = dict(
-        os.environ,
-        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
-        KAFKALAB_BIN=str(BIN / "kafkalab"),
-        KAFKALAB_NETNS=ns,
-        KAFKALAB_KAFKA_ARCHIVE=str(kafka_artifact.resolve_kafka(KAFKA_VERSION)),
-        KAFKALAB_KAFKA_PYTHON_WHEEL=str(kafka_python_artifact.resolve_kafka_python()),
-        ANSIBLE_FORCE_COLOR="0",
-        PY_COLORS="0",
-        **archives,
-    )
+    netns.ensure(ns, topology.load().gateway(), {"kafka1": "10.77.0.11"})
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             netns.wrap(ns, [str(BIN / "molecule"), "-c", "../../molecule/base.yml", "test"]),
             cwd=repo_root() / "ansible" / "roles" / role,
-            env=env,
+            env={**env, "KAFKALAB_NETNS": ns},
             capture_output=True,
             text=True,
         )
     finally:
         netns.delete(ns)
+
+
+# The scenarios share nothing (a namespace, a machine and molecule's ephemeral directory
+# each), and one alone left the machine's 2 cores a third idle (ansible waits on ssh, the
+# JVMs on their ports): the module's selected scenarios start together when its first test
+# runs, two at a time, and each test waits for its own.
+PARALLEL = 2
+
+
+@pytest.fixture(scope="module")
+def scenarios(request: pytest.FixtureRequest) -> Iterator[dict[str, Future | str]]:
+    selected = [
+        item.callspec.params["role"]
+        for item in request.session.items
+        if item.nodeid.startswith(request.node.nodeid) and hasattr(item, "callspec")
+    ]
+    env = dict(
+        os.environ,
+        PATH=f"{BIN}:{os.environ.get('PATH', '')}",
+        KAFKALAB_BIN=str(BIN / "kafkalab"),
+        KAFKALAB_KAFKA_ARCHIVE=str(kafka_artifact.resolve_kafka(KAFKA_VERSION)),
+        KAFKALAB_KAFKA_PYTHON_WHEEL=str(kafka_python_artifact.resolve_kafka_python()),
+        ANSIBLE_FORCE_COLOR="0",
+        PY_COLORS="0",
+    )
+    found: dict[str, Future | str] = {}
+    with ThreadPoolExecutor(PARALLEL, thread_name_prefix="molecule") as pool:
+        for role in selected:
+            archives = role_archives(role)
+            found[role] = (
+                archives
+                if isinstance(archives, str)
+                else pool.submit(run_scenario, role, {**env, **archives})
+            )
+        yield found
+        for future in found.values():  # a test that did not run (-x, Ctrl-C) waits for none
+            if isinstance(future, Future):
+                future.cancel()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_molecule_scenario(role, scenarios):
+    started = scenarios[role]
+    if isinstance(started, str):
+        pytest.skip(started)
+    proc = started.result()
     out = proc.stdout + proc.stderr
     # The first failure explains the rest (a failed create is followed by a failed destroy):
     # show every fatal/error line, then the tail.

@@ -36,6 +36,7 @@ import yaml
 from kafkalab import inventory, topology
 from kafkalab.paths import repo_root
 from kafkalab.targets import box, vagrant
+from tests.conftest import until_last_user
 
 STATE = repo_root() / ".kafkalab-test" / "vm"
 BOX_NAME = os.environ.get("KAFKALAB_TEST_BOX", "kafkalab/debian12")
@@ -155,6 +156,12 @@ def vm_lab() -> Iterator[VmLab]:
         driver=os.environ.get("KAFKALAB_VM_DRIVER", "qemu"),
         prefix=PREFIX,
     )
+    with until_last_user("vm_lab") as stack:  # destroyed after its last test
+        yield stack.enter_context(_vm_lab_up(env))
+
+
+@contextlib.contextmanager
+def _vm_lab_up(env: dict[str, str]) -> Iterator[VmLab]:
     with vagrant_machines(STATE, repo_root(), env):
         lab = VmLab(
             vm_topology().mode, STATE, STATE / ".vagrant" / vagrant.GENERATED_INVENTORY, TIMINGS
@@ -163,8 +170,10 @@ def vm_lab() -> Iterator[VmLab]:
             vagrant.contract_inventory(lab.vagrant_inventory), lab.inventory_path
         )
         start = time.monotonic()
-        yield lab
-        TIMINGS["tests"] = round(time.monotonic() - start, 1)
+        try:
+            yield lab
+        finally:
+            TIMINGS["tests"] = round(time.monotonic() - start, 1)
 
 
 # -- lab 04 on three VMs (`make test-vm`): a learner's `vagrant up` in the lab's folder --

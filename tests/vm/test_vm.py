@@ -58,6 +58,27 @@ def test_generated_inventory_has_the_contract_shape(vm_lab: Any) -> None:
     assert kafka1["ansible_ssh_private_key_file"].endswith("private_key")
 
 
+def test_libvirt_probes_qemu_once(vm_lab: Any) -> None:
+    """libvirt keeps its probe of QEMU: asking for the domain capabilities again rewrites no
+    file of its cache. With /dev/kvm root's alone (no udev), every such call probed QEMU again
+    (4 to 64 s each: `vagrant up` spent over 2 min in them); scripts/setup-vm.sh gives it to
+    group kvm as udev would."""
+    cache = Path("/var/cache/libvirt/qemu/capabilities")
+
+    def saved() -> dict[str, int]:
+        return {p.name: p.stat().st_mtime_ns for p in cache.glob("*.xml")}
+
+    before = saved()
+    asked = subprocess.run(
+        ["virsh", "-c", "qemu:///system", "domcapabilities", "--virttype", "qemu"],
+        capture_output=True,
+        text=True,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert before, f"no probe of QEMU cached in {cache}"
+    assert saved() == before, "libvirt probed QEMU again: run scripts/setup-vm.sh (/dev/kvm)"
+
+
 @pytest.fixture
 def kafka1(vm_lab: Any) -> Any:
     import testinfra
