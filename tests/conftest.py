@@ -179,7 +179,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # After pytest's own reordering (which groups the tests of each cluster mode): these run last
-# on the ZooKeeper lab, in this order. Lab 15 leaves it migrated and then purged and new.
+# on the ZooKeeper lab, in this order. Lab 15 leaves it migrated to KRaft, and it is purged
+# right after (until_last_user).
 LAST_ON_ZOOKEEPER = "tests/labs/test_lab_zookeeper_to_kraft.py"
 
 
