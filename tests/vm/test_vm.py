@@ -14,6 +14,7 @@ tools, lab 01's walk and the testinfra tier run with --vm-full (`make test-vm`).
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import uuid
@@ -106,7 +107,7 @@ def _tools(host: Any) -> Any:
     """Kafka's tools on the VM from a login shell, as a learner types them (tools on PATH)."""
 
     def run(cmd: str) -> Any:
-        return host.run(f"bash -lc {_quote(f'LOG_DIR=/tmp/kafkalab-tools {cmd}')}")
+        return host.run(f"bash -lc {shlex.quote(f'LOG_DIR=/tmp/kafkalab-tools {cmd}')}")
 
     return run
 
@@ -156,10 +157,6 @@ def test_console_tools_on_the_vm(kafka1: Any, vm_lab: Any) -> None:
     )
     assert consumed.rc == 0, consumed.stderr
     assert consumed.stdout.split() == ["one", "two", "three"]
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 # -- every verb on the VM: the inventory Vagrant wrote is the cluster (issue 12) -----------
