@@ -4,7 +4,10 @@ Every expectation (ports, ids, paths) comes from the inventory's variables; see
 conftest.py beside this file for how to run it.
 """
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 
 def var(host, name, default):
@@ -63,6 +66,25 @@ def test_kafka_service_and_ports(host, hostvars):
             assert host.socket(f"tcp://{addr}:{host_port}").is_listening
     if var(host, "kafka_mode", "kraft") == "kraft":
         assert host.socket(f"tcp://{addr}:9093").is_listening
+
+
+def role_default(role, name):
+    """A role's default, as its defaults/main.yml sets it (the repository's own roles)."""
+    defaults = Path(__file__).resolve().parents[2] / "ansible" / "roles" / role / "defaults"
+    return yaml.safe_load((defaults / "main.yml").read_text())[name]
+
+
+def test_kafka_runs_with_its_jvm_options(host, hostvars):
+    """The broker's JVM has kafka_jvm_performance_opts (the quick JIT by default), not
+    kafka-run-class.sh's own default."""
+    if not {"kafka_broker", "kafka_controller"} & set(hostvars["group_names"]):
+        pytest.skip("no Kafka on this host in this topology")
+    pid = host.check_output("systemctl show --property MainPID --value kafka.service")
+    args = host.file(f"/proc/{pid}/cmdline").content_string.split("\0")
+    opts = var(
+        host, "kafka_jvm_performance_opts", role_default("kafka", "kafka_jvm_performance_opts")
+    )
+    assert [o for o in opts.split() if o not in args] == [], args
 
 
 def test_kafka_python_in_python3_for_every_login(host, hostvars):
