@@ -22,8 +22,9 @@ setup-test: setup setup-vm
 up: setup
 	$(SUDO) .venv/bin/kafkalab up
 
+# The suite in two streams (scripts/test.sh says which tiers run side by side, and why).
 test: setup-test
-	$(SUDO) .venv/bin/pytest
+	$(SUDO) ./scripts/test.sh
 
 test-vm: setup-vm
 	$(SUDO) .venv/bin/pytest tests/vm --vm-full

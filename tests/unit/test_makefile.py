@@ -61,7 +61,7 @@ def test_make_up_fetches_nothing_for_spark_or_vms(tmp_path: Path) -> None:
 
 def test_make_test_prepares_spark_the_streams_app_and_the_box_before_pytest(tmp_path: Path) -> None:
     lines = dry_run("test", 0, tmp_path)
-    pytest_at = lines.index(".venv/bin/pytest")
+    pytest_at = lines.index("./scripts/test.sh")  # the pytest runs (below)
     assert pytest_at == len(lines) - 1
     assert lines.index("./scripts/setup-vm.sh") < pytest_at  # it builds the box
     assert lines.index(".venv/bin/kafkalab fetch --with spark --streams") < pytest_at
@@ -88,3 +88,55 @@ def test_setup_script_fetches_only_what_the_default_lab_needs(tmp_path: Path) ->
         ["bash", str(copy / "scripts" / "setup.sh")], env=env, check=True, capture_output=True
     )
     assert calls.read_text().splitlines() == ["fetch"]
+
+
+def fake_suite(tmp_path: Path, codes: dict[str, int]) -> tuple[Path, Path]:
+    """A copy of scripts/test.sh beside a fake .venv/bin/pytest that logs each run's
+    arguments (start and end) and exits with the code given for its first path."""
+    copy = tmp_path / "repo"
+    (copy / "scripts").mkdir(parents=True)
+    shutil.copy(repo_root() / "scripts" / "test.sh", copy / "scripts" / "test.sh")
+    log = tmp_path / "runs.log"
+    cases = "\n".join(f"  *' {path} '*) code={code} ;;" for path, code in codes.items())
+    fake_tool(
+        copy / ".venv" / "bin",
+        "pytest",
+        f"""echo "start $*" >> {log}
+code=0
+case " $* " in
+{cases}
+esac
+[ "$code" = 0 ] || echo "pytest of $* failed"
+sleep 0.3
+echo "end $*" >> {log}
+exit $code""",
+    )
+    return copy / "scripts" / "test.sh", log
+
+
+def test_make_test_runs_the_lab_tiers_then_the_vm_smoke_beside_the_python_tiers(
+    tmp_path: Path,
+) -> None:
+    script, log = fake_suite(tmp_path, {})
+    done = subprocess.run([str(script), "-x"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = log.read_text().splitlines()
+    side = "-p no:cacheprovider tests/unit tests/lint tests/machines -x"
+    first = "tests --ignore=tests/unit --ignore=tests/lint --ignore=tests/machines"
+    assert runs[:2] == [f"start {first} --ignore=tests/vm -x", f"end {first} --ignore=tests/vm -x"]
+    # the VM smoke and the side stream overlap: both start before either ends
+    assert {runs[2], runs[3]} == {f"start {side}", "start tests/vm -x"}
+    assert sorted(runs[4:]) == sorted([f"end {side}", "end tests/vm -x"])
+
+
+@pytest.mark.parametrize("failing", ["tests", "tests/vm", "tests/unit"])
+def test_make_test_fails_when_any_run_fails_and_still_runs_the_others(
+    tmp_path: Path, failing: str
+) -> None:
+    script, log = fake_suite(tmp_path, {failing: 3})
+    done = subprocess.run([str(script)], capture_output=True, text=True)
+    assert done.returncode == 3
+    assert len(log.read_text().splitlines()) == 6  # three runs, each started and ended
+    assert f"pytest of {'-p no:cacheprovider ' if failing == 'tests/unit' else ''}{failing}" in (
+        done.stdout
+    )
