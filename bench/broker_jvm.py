@@ -26,12 +26,10 @@ from kafkalab.paths import repo_root
 
 HZ = os.sysconf("SC_CLK_TCK")
 ROLE_DEFAULTS = repo_root() / "ansible" / "roles" / "kafka" / "defaults" / "main.yml"
-# kafka-run-class.sh's own default, the role's (kafka_jvm_performance_opts), and others tried.
-VARIANTS = {
-    "kafka default (G1, C2)": (
-        "-server -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
-        "-XX:+ExplicitGCInvokesConcurrent -XX:MaxInlineLevel=15 -Djava.awt.headless=true"
-    ),
+# Kafka's default (None: KAFKA_JVM_PERFORMANCE_OPTS unset, so the release's kafka-run-class.sh
+# chooses), the role's (kafka_jvm_performance_opts), and others tried.
+VARIANTS: dict[str, str | None] = {
+    "kafka default (G1, C2)": None,
     "role default (G1, C1)": yaml.safe_load(ROLE_DEFAULTS.read_text())[
         "kafka_jvm_performance_opts"
     ],
@@ -58,17 +56,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / HZ
 
 
-def one_run(home: Path, opts: str, after: float) -> tuple[float, float, float]:
+def one_run(home: Path, opts: str | None, after: float) -> tuple[float, float, float]:
     work = Path(tempfile.mkdtemp(prefix="kafkalab-broker-jvm-"))
     try:
         props = work / "server.properties"
         props.write_text(PROPS.format(data=work / "data"))
-        env = dict(
-            os.environ,
-            KAFKA_HEAP_OPTS="-Xmx512m -Xms512m",
-            KAFKA_JVM_PERFORMANCE_OPTS=opts,
-            LOG_DIR=str(work / "logs"),
-        )
+        env = dict(os.environ, KAFKA_HEAP_OPTS="-Xmx512m -Xms512m", LOG_DIR=str(work / "logs"))
+        env.pop("KAFKA_JVM_PERFORMANCE_OPTS", None)
+        if opts is not None:
+            env["KAFKA_JVM_PERFORMANCE_OPTS"] = opts
         subprocess.run(
             [home / "bin/kafka-storage.sh", "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", props],
             env=dict(env, KAFKA_JVM_PERFORMANCE_OPTS="-XX:TieredStopAtLevel=1"),
