@@ -1,6 +1,8 @@
 """Print figures for `kafkalab up` with a warm cache (issue 10, item 12): new machines, then
-a second `up` (changed=0), each with Mitogen's strategy and with Ansible's own, and where
-the time goes (boot and kafkalab's own steps, each role, the slowest tasks).
+a second `up` (changed=0), each with kafkalab's strategy (`mitogen`: Mitogen's linear
+strategy without its CPU pinning, ansible/plugins/strategy/kafkalab_linear.py) and with
+Ansible's own (`stock`), and where the time goes (boot and kafkalab's own steps, each role,
+the slowest tasks).
 
     sudo .venv/bin/python -m bench.ansible_speed [--strategy both|mitogen|stock] [--top 6]
 

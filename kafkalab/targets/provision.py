@@ -65,8 +65,13 @@ def mitogen_strategy_dir() -> Path | None:
     return Path(spec.origin).parent / "plugins" / "strategy"
 
 
+# kafkalab's own strategy: Mitogen's linear one without its CPU pinning (the plugin says why).
+STRATEGY_DIR = repo_root() / "ansible" / "plugins" / "strategy"
+STRATEGY = "kafkalab_linear"
+
+
 def strategy_env(environ: dict[str, str]) -> dict[str, str]:
-    """Mitogen's linear strategy, unless KAFKALAB_MITOGEN=0 or it is not installed.
+    """Mitogen's linear strategy (unpinned), unless KAFKALAB_MITOGEN=0 or Mitogen is missing.
 
     A module task costs ~0.17 s of CPU a host with the stock strategy, whatever it does:
     python3 on the machine compiles ansible's module_utils from the AnsiballZ zip every
@@ -76,13 +81,9 @@ def strategy_env(environ: dict[str, str]) -> dict[str, str]:
     "Task failed: EOF on stream; last 100 lines received: ...", so the ad-hoc ping of
     kafkalab.targets.hosts keeps Ansible's own strategy and its one-line ssh reason.
     """
-    strategies = mitogen_strategy_dir()
-    if environ.get("KAFKALAB_MITOGEN", "1") == "0" or strategies is None:
+    if environ.get("KAFKALAB_MITOGEN", "1") == "0" or mitogen_strategy_dir() is None:
         return {}
-    return {
-        "ANSIBLE_STRATEGY_PLUGINS": str(strategies),
-        "ANSIBLE_STRATEGY": "mitogen_linear",
-    }
+    return {"ANSIBLE_STRATEGY_PLUGINS": str(STRATEGY_DIR), "ANSIBLE_STRATEGY": STRATEGY}
 
 
 def ansible_env() -> dict[str, str]:

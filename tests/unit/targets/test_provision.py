@@ -1,3 +1,12 @@
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalab.paths import repo_root
 from kafkalab.targets import provision
 
 RECAP = """
@@ -47,8 +56,8 @@ def test_mitogen_strategy_is_used_when_installed(monkeypatch, tmp_path):
     monkeypatch.setattr(provision.importlib.util, "find_spec", lambda name: spec)
     env = provision.strategy_env({})
     assert env == {
-        "ANSIBLE_STRATEGY_PLUGINS": str(package / "plugins" / "strategy"),
-        "ANSIBLE_STRATEGY": "mitogen_linear",
+        "ANSIBLE_STRATEGY_PLUGINS": str(repo_root() / "ansible" / "plugins" / "strategy"),
+        "ANSIBLE_STRATEGY": "kafkalab_linear",
     }
     assert provision.strategy_env({"KAFKALAB_MITOGEN": "0"}) == {}
 
@@ -59,11 +68,57 @@ def test_stock_strategy_without_mitogen(monkeypatch):
 
 
 def test_project_setup_installs_mitogen_and_its_strategy(monkeypatch):
-    """pyproject lists mitogen, so the venv has it: its linear strategy is where
+    """pyproject lists mitogen, so the venv has it: kafkalab's strategy plugin is where
     strategy_env points Ansible."""
     monkeypatch.delenv("KAFKALAB_MITOGEN", raising=False)
-    strategies = provision.mitogen_strategy_dir()
-    assert strategies is not None, "mitogen missing: pip install -e '.[dev]' again"
-    assert (strategies / "mitogen_linear.py").is_file()
-    assert provision.strategy_env({})["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    assert provision.mitogen_strategy_dir() is not None, "mitogen missing: make setup again"
+    env = provision.strategy_env({})
+    assert (Path(env["ANSIBLE_STRATEGY_PLUGINS"]) / "kafkalab_linear.py").is_file()
+    assert env["ANSIBLE_STRATEGY"] == "kafkalab_linear"
     assert "ANSIBLE_STRATEGY" not in provision.ansible_env()  # ad-hoc runs keep the stock one
+
+
+PLAY = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Read which CPUs a task may use
+      ansible.builtin.command: grep Cpus_allowed_list /proc/self/status
+      register: allowed
+      changed_when: false
+    - name: Show them
+      ansible.builtin.debug:
+        msg: "allowed={{ allowed.stdout.split()[-1] }}"
+"""
+
+
+def task_cpus(tmp_path: Path, strategy: dict[str, str]) -> str:
+    """The CPUs a command task may run on, under `strategy` (connection local)."""
+    playbook = tmp_path / "cpus.yml"
+    playbook.write_text(PLAY)
+    env = {**provision.ansible_env(), **strategy, "ANSIBLE_LOCALHOST_WARNING": "0"}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    allowed = re.search(r"allowed=([0-9,-]+)", proc.stdout)
+    assert allowed, proc.stdout[-2000:]
+    return allowed[1]
+
+
+def test_the_strategy_leaves_every_cpu_to_the_tasks(tmp_path):
+    """Mitogen's own strategy pins what it runs (on 2 or 3 CPUs: workers and ssh on CPU 1,
+    beside the machines' JVMs); kafkalab_linear runs the task through Mitogen as well, and
+    the task may use every CPU this process may."""
+    every = Path("/proc/self/status").read_text().split("Cpus_allowed_list:")[1].split()[0]
+    assert task_cpus(tmp_path, provision.strategy_env({})) == every
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU: Mitogen's own strategy has nothing to pin, no control case")
+    mitogen = provision.mitogen_strategy_dir()
+    assert mitogen is not None
+    # the control: Mitogen's own linear strategy runs the same task pinned
+    own = {"ANSIBLE_STRATEGY_PLUGINS": str(mitogen), "ANSIBLE_STRATEGY": "mitogen_linear"}
+    assert task_cpus(tmp_path, own) != every

@@ -298,19 +298,20 @@ def test_a_lab_that_needs_a_newer_kafka_gets_the_newest(tmp_path: Path) -> None:
 
 
 def test_the_vms_are_provisioned_with_the_strategy_the_cli_uses(tmp_path: Path) -> None:
-    """Vagrant's provisioner gets Mitogen's strategy from the repository's .venv, as
-    kafkalab.targets.provision gives it to `kafkalab up`; KAFKALAB_MITOGEN=0 turns both off."""
+    """Vagrant's provisioner gets kafkalab's Mitogen strategy when the repository's .venv has
+    Mitogen, as kafkalab.targets.provision gives it to `kafkalab up`; KAFKALAB_MITOGEN=0
+    turns both off."""
     env = {**_clean_env(), "KAFKALAB_CACHE": str(tmp_path)}
     expected = provision.strategy_env({})
     if (repo_root() / ".venv").resolve() != Path(sys.prefix).resolve():
         pytest.fail(f"this test needs the repository's .venv (runs in {sys.prefix})")
     got = vagrant.describe(env)["provisioner_env"]
-    assert got.get("ANSIBLE_STRATEGY") == expected["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    assert got.get("ANSIBLE_STRATEGY") == expected["ANSIBLE_STRATEGY"] == "kafkalab_linear"
     assert (
         Path(got["ANSIBLE_STRATEGY_PLUGINS"]).resolve()
         == Path(expected["ANSIBLE_STRATEGY_PLUGINS"]).resolve()
     )
-    assert (Path(got["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    assert (Path(got["ANSIBLE_STRATEGY_PLUGINS"]) / "kafkalab_linear.py").is_file()
     assert vagrant.describe({**env, "KAFKALAB_MITOGEN": "0"})["provisioner_env"] == {}
 
 
