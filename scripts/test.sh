@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `make test`: the whole suite, in two streams where that leaves nothing idle.
 #
-# 1. The tiers that run embedded labs (cluster, failover, labs, streaming, molecule, targets):
-#    one pytest session, on both cores. Its labs and brokers keep the machine ~75-90 % busy.
-# 2. Then the VM smoke beside the unit, lint and machines tiers. Under TCG the VM's one vCPU
-#    is one host thread, so the VM tier keeps one core busy and leaves the other idle; the
-#    unit and lint tiers are one Python process, and the machines tier waits on the disk
-#    (its boots follow a dropped page cache). Side by side they take the VM tier's time.
+# 1. The tiers that run 3-machine labs (cluster, failover, labs, streaming, targets): one
+#    pytest session, on both cores. Its labs and brokers keep the machine ~75-90 % busy.
+# 2. Then the VM smoke beside the unit, lint, machines and molecule tiers. Under TCG the
+#    VM's one vCPU is one host thread, so the VM tier keeps one core busy and leaves the
+#    other idle; the unit and lint tiers are one Python process, the machines tier waits on
+#    the disk (its boots follow a dropped page cache), and molecule's scenarios are one
+#    machine each. Side by side they take about the VM tier's time.
 #    The side stream's output is kept and shown after the VM tier's.
 #
 # Arguments go to every pytest run (e.g. -x, -k). The exit status is the first failure's.
@@ -14,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PYTEST=(.venv/bin/pytest)
-SIDE=(tests/unit tests/lint tests/machines)
+SIDE=(tests/unit tests/lint tests/machines tests/molecule)
 status=0
 
 note() { printf '\n\033[1;36m•\033[0m %s\n' "$*"; }

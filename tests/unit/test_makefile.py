@@ -121,8 +121,11 @@ def test_make_test_runs_the_lab_tiers_then_the_vm_smoke_beside_the_python_tiers(
     done = subprocess.run([str(script), "-x"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     runs = log.read_text().splitlines()
-    side = "-p no:cacheprovider tests/unit tests/lint tests/machines -x"
-    first = "tests --ignore=tests/unit --ignore=tests/lint --ignore=tests/machines"
+    side = "-p no:cacheprovider tests/unit tests/lint tests/machines tests/molecule -x"
+    first = (
+        "tests --ignore=tests/unit --ignore=tests/lint --ignore=tests/machines"
+        " --ignore=tests/molecule"
+    )
     assert runs[:2] == [f"start {first} --ignore=tests/vm -x", f"end {first} --ignore=tests/vm -x"]
     # the VM smoke and the side stream overlap: both start before either ends
     assert {runs[2], runs[3]} == {f"start {side}", "start tests/vm -x"}
