@@ -3,6 +3,10 @@ against the inventory kafkalab generates (the live check: tests/cluster/test_cou
 
 from __future__ import annotations
 
+import base64
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +125,23 @@ def test_the_wheel_step_runs_only_with_a_wheel():
     assert unpack["ansible.builtin.command"]["creates"].endswith(
         "/{{ _kafka_python_dist_info }}/RECORD"
     )
+
+
+def test_the_cluster_id_is_kafkas_uuid_format_without_a_jvm():
+    """The generated cluster id has the shape of Kafka's Uuid.randomUuid(): 16 random bytes,
+    URL-safe base64 without padding (22 characters), never starting with "-"."""
+    tasks = yaml.safe_load((ROLES / "kafka" / "tasks" / "storage.yml").read_text())
+    step = next(t for t in tasks if t["name"] == "Generate a cluster id")
+    argv = step["ansible.builtin.command"]["argv"]
+    assert "kafka-storage" not in " ".join(argv)
+    script = argv[-1]
+    ids = [
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(3)
+    ]
+    assert len(set(ids)) == 3
+    for uid in ids:
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22}", uid) and not uid.startswith("-"), uid
+        assert len(base64.urlsafe_b64decode(uid + "==")) == 16
