@@ -21,7 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from kafkalab.artifacts import cache
+from kafkalab.artifacts import archive
+from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.paths import repo_root
 
 HZ = os.sysconf("SC_CLK_TCK")
@@ -103,13 +104,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--after", type=float, default=30.0)
     args = ap.parse_args()
-    archive = cache.cache_dir() / f"kafka_2.13-{args.version}-maven.tgz"
-    if not archive.exists():
-        raise SystemExit(f"{archive} is missing: run `kafkalab fetch` first")
-    unpacked = Path(tempfile.mkdtemp(prefix="kafkalab-broker-jvm-home-"))
+    # the release as kafkalab resolves it (official tarball or assembled), unpacked once in
+    # the cache for controller-side tools; the bench writes only into its scratch folder
+    home = archive.unpacked(kafka_artifact.resolve_kafka(args.version))
+    scratch = Path(tempfile.mkdtemp(prefix="kafkalab-broker-jvm-home-"))
     try:
-        subprocess.run(["tar", "xzf", archive, "-C", unpacked], check=True)
-        home = next(unpacked.iterdir())
         print(
             f"Kafka {args.version}, one combined KRaft node, {os.cpu_count()} cores, "
             f"{args.runs} runs each (median)"
@@ -118,7 +117,7 @@ def main() -> None:
             f"  {'JVM options':<28} {'started (s)':>11} {'CPU by then':>11} "
             f"{f'CPU +{args.after:.0f}s':>10}"
         )
-        jsa = unpacked / "broker.jsa"
+        jsa = scratch / "broker.jsa"
         quick = VARIANTS["serial GC, C1"]
         one_run(home, f"{quick} -XX:ArchiveClassesAtExit={jsa} -Xlog:cds=off", 1.0)
         variants = dict(VARIANTS)
@@ -129,8 +128,7 @@ def main() -> None:
             mid = runs[len(runs) // 2]
             print(f"  {name:<28} {mid[0]:>11.1f} {mid[1]:>11.1f} {mid[2]:>10.1f}")
     finally:
-        shutil.rmtree(unpacked, ignore_errors=True)
-
+        shutil.rmtree(scratch, ignore_errors=True)
 
 if __name__ == "__main__":
     main()
