@@ -130,5 +130,6 @@ def main() -> None:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
+
 if __name__ == "__main__":
     main()

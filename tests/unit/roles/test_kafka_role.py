@@ -7,6 +7,7 @@ import base64
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -117,14 +118,50 @@ def test_the_wheel_unpacks_to_its_versions_dist_info():
 
 def test_the_wheel_step_runs_only_with_a_wheel():
     tasks = yaml.safe_load((ROLES / "kafka" / "tasks" / "install.yml").read_text())
-    step = next(t for t in tasks if t.get("ansible.builtin.include_tasks") == "kafka_python.yml")
+    step = next(t for t in tasks if t.get("ansible.builtin.import_tasks") == "kafka_python.yml")
     assert step["when"] == "kafka_python_wheel | length > 0"
+
+
+def make_wheel(path: Path, version: str) -> Path:
+    wheel = path / f"kafka_python-{version}-py2.py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("kafka/__init__.py", f"__version__ = {version!r}\n")
+        zf.writestr(f"kafka_python-{version}.dist-info/RECORD", "kafka/__init__.py,,\n")
+    return wheel
+
+
+def test_the_wheel_script_installs_once_and_replaces_other_versions(tmp_path):
+    """files/install_wheel.py, as the role runs it, with a venv's python3 (its own purelib):
+    the first run unpacks and compiles and says so, the second changes nothing and says
+    nothing (the task's changed_when), a new version replaces the old dist-info and kafka/."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv"], check=True)
+    python = str(tmp_path / "venv" / "bin" / "python3")
+    site = Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    script = (ROLES / "kafka" / "files" / "install_wheel.py").read_text()
     steps = yaml.safe_load((ROLES / "kafka" / "tasks" / "kafka_python.yml").read_text())
     unpack = next(t for t in steps if t["name"].startswith("Unpack kafka-python"))
-    # the RECORD of this version's dist-info: a second run unpacks nothing
-    assert unpack["ansible.builtin.command"]["creates"].endswith(
-        "/{{ _kafka_python_dist_info }}/RECORD"
-    )
+    assert "install_wheel.py" in unpack["ansible.builtin.command"]["argv"][2]
+
+    def install(version: str) -> str:
+        wheel = make_wheel(tmp_path, version)
+        argv = [python, "-c", script, str(wheel), f"kafka_python-{version}.dist-info"]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+    assert install("2.0.0") == f"installed {site}\n"
+    assert list((site / "kafka" / "__pycache__").glob("__init__.*.pyc"))  # compiled
+    assert install("2.0.0") == ""  # its RECORD is there: nothing to do
+    stale = site / "kafka" / "stale.py"
+    stale.write_text("")
+    assert install("2.2.15").startswith("installed ")
+    assert not (site / "kafka_python-2.0.0.dist-info").exists() and not stale.exists()
+    assert (site / "kafka" / "__init__.py").read_text() == "__version__ = '2.2.15'\n"
 
 
 def test_the_cluster_id_is_kafkas_uuid_format_without_a_jvm():
