@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +37,15 @@ def _in_the_hosts_namespace() -> Iterator[None]:
     finally:
         libc.setns(here, netns.CLONE_NEWNET)
         os.close(here)
+
+
+@pytest.fixture
+def private_tempdir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A short private temp dir in place of /tmp for one test (tempfile's and TMPDIR),
+    removed after it: the ssh socket dirs kafkalab makes under <tmp>/kafkalab-<uid> go there.
+    `make test` runs this tier beside labs whose sockets live in /tmp/kafkalab-<uid>."""
+    path = Path(tempfile.mkdtemp(prefix="klu-"))
+    monkeypatch.setattr(tempfile, "tempdir", str(path))
+    monkeypatch.setenv("TMPDIR", str(path))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -107,29 +107,34 @@ case " $* " in
 {cases}
 esac
 [ "$code" = 0 ] || echo "pytest of $* failed"
-sleep 0.3
+# run on until two runs have started (at most 3 s): two that overlap both start first
+for _ in $(seq 60); do [ "$(grep -c '^start' {log})" -ge 2 ] && break; sleep 0.05; done
 echo "end $*" >> {log}
 exit $code""",
     )
     return copy / "scripts" / "test.sh", log
 
 
-def test_make_test_runs_the_lab_tiers_then_the_vm_smoke_beside_the_python_tiers(
+def test_make_test_runs_the_session_lab_tiers_beside_the_others_then_the_vm_smoke(
     tmp_path: Path,
 ) -> None:
     script, log = fake_suite(tmp_path, {})
     done = subprocess.run([str(script), "-x"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     runs = log.read_text().splitlines()
-    side = "-p no:cacheprovider tests/unit tests/lint tests/machines tests/molecule -x"
-    first = (
-        "tests --ignore=tests/unit --ignore=tests/lint --ignore=tests/machines"
-        " --ignore=tests/molecule"
+    side = (
+        "-p no:cacheprovider tests/streaming tests/targets tests/unit tests/lint"
+        " tests/machines tests/molecule -x"
     )
-    assert runs[:2] == [f"start {first} --ignore=tests/vm -x", f"end {first} --ignore=tests/vm -x"]
-    # the VM smoke and the side stream overlap: both start before either ends
-    assert {runs[2], runs[3]} == {f"start {side}", "start tests/vm -x"}
-    assert sorted(runs[4:]) == sorted([f"end {side}", "end tests/vm -x"])
+    first = (
+        "tests --ignore=tests/streaming --ignore=tests/targets --ignore=tests/unit"
+        " --ignore=tests/lint --ignore=tests/machines --ignore=tests/molecule --ignore=tests/vm -x"
+    )
+    # the session labs' tiers and the side tiers overlap: both start before either ends
+    assert {runs[0], runs[1]} == {f"start {side}", f"start {first}"}
+    assert sorted(runs[2:4]) == sorted([f"end {side}", f"end {first}"])
+    # then the VM smoke, alone
+    assert runs[4:] == ["start tests/vm -x", "end tests/vm -x"]
 
 
 @pytest.mark.parametrize("failing", ["tests", "tests/vm", "tests/unit"])

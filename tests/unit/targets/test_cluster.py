@@ -5,11 +5,7 @@ connects anywhere: the commands are built, not run."""
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +29,10 @@ TOPOLOGIES: list[dict[str, Any]] = [
 
 
 @pytest.fixture(autouse=True)
-def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Progress in tmp_path; the ssh socket dirs these tests make (under
-    /tmp/kafkalab-<uid>) removed afterwards."""
+def _state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_tempdir: Path) -> None:
+    """Progress in tmp_path; the ssh socket dirs these tests make in a private temp dir."""
     monkeypatch.setenv("KAFKALAB_STATE_HOME", str(tmp_path / "state-home"))
     monkeypatch.delenv("KAFKALAB_NETNS", raising=False)
-    base = Path(tempfile.gettempdir()) / f"kafkalab-{os.getuid()}"
-    before = {p.name for p in base.iterdir()} if base.exists() else set()
-    yield
-    for made in base.iterdir() if base.exists() else []:
-        if made.name not in before:
-            shutil.rmtree(made, ignore_errors=True)
 
 
 def remote_words(argv: list[str]) -> list[str]:

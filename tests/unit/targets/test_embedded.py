@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,14 +13,8 @@ SSH_SUFFIX = 40 + 17  # %C is a 40-character hash; ssh adds ".XXXXXXXXXXXXXXXX" 
 
 
 @pytest.fixture(autouse=True)
-def _no_litter(tmp_path: Path) -> Iterator[None]:
-    """The control dirs these tests make live under /tmp/kafkalab-<uid>: remove them."""
-    base = Path(tempfile.gettempdir()) / f"kafkalab-{os.getuid()}"
-    before = {p.name for p in base.iterdir()} if base.exists() else set()
-    yield
-    for p in base.iterdir():
-        if p.name not in before:
-            shutil.rmtree(p, ignore_errors=True)
+def _no_litter(private_tempdir: Path) -> None:
+    """The control dirs these tests make go to a private temp dir, removed after each."""
 
 
 def test_ssh_control_path_fits_a_unix_socket_from_a_deep_checkout(tmp_path: Path) -> None:
