@@ -27,7 +27,7 @@ from kafkalab.artifacts import ksqldb as ksqldb_artifact
 from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
-from kafkalab.targets import boot, forward, image, netns, provision, ssh, statedir
+from kafkalab.targets import boot, forward, image, netns, provision, share, ssh, statedir
 from kafkalab.targets.cluster import InventoryCluster
 from kafkalab.targets.machines import EmbeddedMachine, stop_all, wait_ssh
 from kafkalab.topology import Topology, downgrade_refusal
@@ -179,10 +179,7 @@ class EmbeddedCluster(InventoryCluster):
         if provision_hosts:  # a taken host port: one line, nothing touched
             forward.check_ports(self.state, topo)
         archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
-        extra_archives = {
-            "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress),
-            **self._extra_archives(topo, progress),
-        }
+        extra_archives = self._extra_archives(topo, progress)
         base = image.ensure_image(progress)
         self._ensure_key()
         machines = self.machines(topo)
@@ -193,12 +190,13 @@ class EmbeddedCluster(InventoryCluster):
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
         # Saved first: if a boot fails, `kafkalab down` still knows the machines to stop.
         self._save(topo)
+        shared = share.fill(self.state / "share", {"kafka_archive": archive, **extra_archives})
         self._boot(machines, base, topo, progress)
         data = inventory.build(
             topo,
             ssh.ansible_vars(self.key, self.control_dir),
             archive,
-            archives=extra_archives,
+            archives={**extra_archives, **share.on_host(shared, self.state / "share", machines)},
             host_listener=True,
         )
         inventory.write(data, self.inventory_path)
@@ -238,7 +236,7 @@ class EmbeddedCluster(InventoryCluster):
                 self._forget_ssh_connections()
             for m in chosen:
                 m.prepare(base, prefix, pubkey)
-                m.start(self.ns)
+                m.start(self.ns, artifacts=self.state / "share")
 
         was_running = {m.name for m in machines if m.running()}
         start(machines)
@@ -277,9 +275,11 @@ class EmbeddedCluster(InventoryCluster):
 
     @staticmethod
     def _extra_archives(topo: Topology, progress: Callable[[str], None]) -> dict[str, Path]:
-        """The Spark and ksqlDB archives the extra hosts need, found (or built) before any
-        machine boots: a missing one is an error that says where to put it."""
-        found: dict[str, Path] = {}
+        """The kafka-python wheel, and the Spark and ksqlDB archives the extra hosts need,
+        found (or built) before any machine boots: a missing one says where to put it."""
+        found = {
+            "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress)
+        }
         if "spark" in topo.extra_hosts:
             found["spark_archive"] = spark_artifact.resolve_spark(progress=progress)
         if "ksqldb" in topo.extra_hosts:

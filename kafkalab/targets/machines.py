@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import netns, rootfs
+from kafkalab.targets import netns, rootfs, share
 
 # After `ip netns exec` remounts /sys, the cgroup mounts are gone; PID 1 here is
 # not systemd, so nspawn neither registers nor makes its own scope. So the launcher
@@ -50,7 +50,7 @@ done
 # No udev runs here: a read-only /sys tells nspawn not to wait for udev to take the link.
 mount -o remount,ro /sys
 exec systemd-nspawn --boot --register=no --keep-unit --quiet \\
-  --directory={root} --machine={machine} --hostname={name} --network-interface={link}
+  --directory={root} --machine={machine} --hostname={name} --network-interface={link} {binds}
 """
 )
 
@@ -193,7 +193,12 @@ class EmbeddedMachine:
         if not keep_note:
             self.cgroup_file.unlink()
 
-    def start(self, ns: str) -> int:
+    def shared_artifacts(self) -> Path | None:
+        """The host dir this running machine sees at ARTIFACTS_ON_MACHINE (or None)."""
+        return share.noted(self.home / "artifacts")
+
+    def start(self, ns: str, artifacts: Path | None = None) -> int:
+        """Boot; `artifacts` (a host dir) is shared into the machine read-only (share.bind_ro)."""
         if (pid := self.pid()) is not None:
             return pid
         if (other := _name_in_use(f"{ns}-{self.name}")) is not None:
@@ -209,6 +214,7 @@ class EmbeddedMachine:
         self.remove_cgroups()
         self.cgroup_file.write_text(self.cgroup(ns) + "\n")
         self.remove_cgroups(keep_note=True)
+        binds = share.bind_ro(artifacts, self.home / "artifacts")
         launcher.write_text(
             LAUNCHER.format(
                 **{
@@ -220,7 +226,8 @@ class EmbeddedMachine:
                         "link": self.link,
                         "cgroup": self.cgroup(ns),
                     }.items()
-                }
+                },
+                binds=binds,
             )
         )
         launcher.chmod(0o755)

@@ -1,9 +1,11 @@
 """Embedded machines on the real thing (booted, not provisioned): each has cgroups of its
 own, a boot is checked and a bad one repaired, a machine's links never lead the host's
-writes out of it, and Ctrl-C or a kill during `up` leaves a lab that `down` can stop."""
+writes out of it, the artifact cache is shared read-only, and Ctrl-C or a kill during `up`
+leaves a lab that `down` can stop."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -14,10 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kafkalab.paths import repo_root
 from kafkalab.targets import boot
-from kafkalab.targets.machines import EmbeddedMachine
+from kafkalab.targets.machines import ARTIFACTS_ON_MACHINE, EmbeddedMachine
 from tests import host_side
 from tests.conftest import PREFIX
 
@@ -193,6 +196,35 @@ def test_host_writes_never_follow_a_machines_links(lab: None, tmp_path: Path) ->
         kafkalab("exec", "kafka1", "--", "getent", "hosts", "kafka1").stdout.split()[0]
         == "10.77.0.11"
     )
+
+
+def test_the_archives_are_shared_read_only_and_a_changed_copy_put_back(lab: None) -> None:
+    """The inventory names each archive where the machines see it, in the lab's share: the
+    bytes of the host's cache. A machine's plain writes there fail (read-only); its root can
+    remount its view writable (nspawn leaves it CAP_SYS_ADMIN), and what it changes then is
+    the lab's own copy, never the cache, and the next `up` puts the cache's bytes back."""
+    hostvars = yaml.safe_load((STATE / "inventory" / "hosts.yml").read_text())["all"]["vars"]
+    archive = Path(hostvars["kafka_archive"])
+    inside = hostvars["kafka_archive_on_host"]
+    assert inside == f"{ARTIFACTS_ON_MACHINE}/{archive.name}"
+    assert hostvars["kafka_python_wheel_on_host"].startswith(f"{ARTIFACTS_ON_MACHINE}/kafka_python")
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+
+    def seen_in(name: str) -> str:
+        seen = kafkalab("exec", name, "--", "sha256sum", inside)
+        return seen.stdout.split()[0]
+
+    assert seen_in("kafka1") == seen_in("kafka2") == digest
+    # As the machine's own root (over ssh and sudo: nsenter from here keeps the host's
+    # capabilities, which the machine's processes do not have).
+    write = kafkalab("exec", "kafka1", "--", "sudo", "truncate", "-s", "0", inside, check=False)
+    assert write.returncode != 0 and "Read-only file system" in write.stderr + write.stdout
+    kafkalab("exec", "kafka1", "--", "sudo", "mount", "-o", "remount,rw", ARTIFACTS_ON_MACHINE)
+    kafkalab("exec", "kafka1", "--", "sudo", "truncate", "-s", "0", inside)
+    assert seen_in("kafka2") != digest  # the lab's copy, which both machines see
+    assert hashlib.sha256(archive.read_bytes()).hexdigest() == digest  # the cache: untouched
+    kafkalab("up", "--no-provision")
+    assert seen_in("kafka1") == seen_in("kafka2") == digest
 
 
 def test_ctrl_c_and_kill_during_up_leave_a_lab_down_can_stop(lab: None) -> None:

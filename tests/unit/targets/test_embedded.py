@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from kafkalab.targets.embedded import EmbeddedCluster
+from kafkalab.targets.share import ARTIFACTS_ON_MACHINE, on_host
 
 SUN_PATH_MAX = 107  # sockaddr_un.sun_path is 108 bytes with its NUL
 SSH_SUFFIX = 40 + 17  # %C is a 40-character hash; ssh adds ".XXXXXXXXXXXXXXXX" while binding
@@ -49,3 +50,28 @@ def test_stale_ssh_masters_are_forgotten(tmp_path: Path) -> None:
     assert keep.exists()
     for s in socks:
         s.close()
+
+
+class Sharing:
+    def __init__(self, shared: Path | None) -> None:
+        self.shared = shared
+
+    def shared_artifacts(self) -> Path | None:
+        return self.shared
+
+
+def test_archives_in_the_share_are_named_on_the_host_only_when_every_machine_sees_it(
+    tmp_path: Path,
+) -> None:
+    """Each archive of the lab's share gets a `<var>_on_host`; machines that see no share,
+    or another dir (one started before the share existed), give none at all."""
+    share = tmp_path / "share"
+    names = {"kafka_archive": "kafka_2.13-4.3.1-maven.tgz", "kafka_python_wheel": "k.whl"}
+    both = [Sharing(share), Sharing(share)]
+    assert on_host(names, share, both) == {  # type: ignore[arg-type]
+        "kafka_archive_on_host": Path(ARTIFACTS_ON_MACHINE) / "kafka_2.13-4.3.1-maven.tgz",
+        "kafka_python_wheel_on_host": Path(ARTIFACTS_ON_MACHINE) / "k.whl",
+    }
+    assert on_host(names, share, [Sharing(share), Sharing(None)]) == {}  # type: ignore[arg-type]
+    assert on_host(names, share, [Sharing(share), Sharing(tmp_path)]) == {}  # type: ignore[arg-type]
+    assert on_host(names, share, []) == {}

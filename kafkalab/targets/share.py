@@ -1,0 +1,120 @@
+"""A lab's share of its archives: copies in `<state>/share`, which every embedded machine
+sees read-only at ARTIFACTS_ON_MACHINE, so the roles unpack the Kafka, Spark and ksqlDB
+archives there (remote_src) instead of Ansible copying each one into each machine (Mitogen
+moves ~25 MB/s in all: 52 MB of Kafka to three machines took 5-6 s of a new lab's `up`,
+Spark's 443 MB much longer).
+
+Copies, not the cache itself: a machine's root keeps nspawn's CAP_SYS_ADMIN and can remount
+its view writable; what it changes then is its own lab's copy, never the cache other labs
+read. Each `up` checks every copy against the cache before the roles use it and writes a new
+one where they differ, without following anything a machine put in the share (the host
+opens the share's files by name under a directory fd, with O_NOFOLLOW, and replaces them by
+rename).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import stat
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Protocol
+
+ARTIFACTS_ON_MACHINE = "/var/cache/kafkalab/artifacts"
+CHUNK = 1 << 20
+
+
+class Sharing(Protocol):
+    def shared_artifacts(self) -> Path | None: ...
+
+
+@contextlib.contextmanager
+def _dir_fd(path: Path) -> Iterator[int]:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _same(source: Path, name: str, dir_fd: int) -> bool:
+    """Is `name` in the share a regular file with the bytes of `source`?"""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return False
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return False
+    with os.fdopen(fd, "rb") as copy, source.open("rb") as original:
+        if os.fstat(fd).st_size != os.fstat(original.fileno()).st_size:
+            return False
+        while block := original.read(CHUNK):
+            if copy.read(len(block)) != block:
+                return False
+        return True
+
+
+def _replace(source: Path, name: str, dir_fd: int) -> None:
+    tmp = f".{name}.kafkalab-tmp"
+    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+        os.unlink(tmp, dir_fd=dir_fd)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+    with os.fdopen(fd, "wb") as out, source.open("rb") as original:
+        shutil.copyfileobj(original, out, CHUNK)
+        os.fchmod(out.fileno(), 0o644)
+    try:
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except IsADirectoryError:  # a machine made a directory of that name: ours to remove
+        shutil.rmtree(name, dir_fd=dir_fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+
+
+def fill(share: Path, archives: dict[str, Path]) -> dict[str, str]:
+    """Make `share` hold a copy of each archive under its own name; returns, for each
+    variable, the file's name in the share. A copy that differs from the cache in any byte
+    (or is not a regular file) is written again."""
+    share.mkdir(mode=0o755, exist_ok=True)
+    names: dict[str, str] = {}
+    with _dir_fd(share) as dir_fd:
+        for var, archive in archives.items():
+            if not _same(archive, archive.name, dir_fd):
+                _replace(archive, archive.name, dir_fd)
+            names[var] = archive.name
+    return names
+
+
+def on_host(names: dict[str, str], share_dir: Path, machines: Sequence[Sharing]) -> dict[str, Path]:
+    """`<var>_on_host` for each archive in the lab's share (`names`: its file name there),
+    when every machine sees that share (the roles then unpack it there instead of copying it
+    in); none when a machine does not (it runs since before the share existed)."""
+    if not machines or any(m.shared_artifacts() != share_dir for m in machines):
+        return {}
+    return {f"{var}_on_host": Path(ARTIFACTS_ON_MACHINE) / name for var, name in names.items()}
+
+
+def bind_ro(shared: Path | None, note: Path) -> str:
+    """nspawn's argument that shares `shared` read-only at ARTIFACTS_ON_MACHINE, quoted for
+    the launcher, noted in `note` with its inode ("" and no note: none, or a path with a
+    ':', which --bind-ro cannot take)."""
+    note.unlink(missing_ok=True)
+    if shared is None or ":" in str(shared) or not shared.is_dir():
+        return ""
+    st = shared.stat()
+    note.write_text(f"{st.st_dev}:{st.st_ino} {shared}\n")
+    return shlex.quote(f"--bind-ro={shared}:{ARTIFACTS_ON_MACHINE}")
+
+
+def noted(note: Path) -> Path | None:
+    """The dir a running machine shares: the one noted at its start, if that path is still
+    the same directory (one removed and made again since is another inode, which the
+    machine's mount does not show)."""
+    try:
+        ident, path = note.read_text().rstrip("\n").split(" ", 1)
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return Path(path) if ident == f"{st.st_dev}:{st.st_ino}" else None
