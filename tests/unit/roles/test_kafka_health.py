@@ -81,3 +81,54 @@ def test_bad_broker_ids_are_one_line(capsys):
         health.main(["--bootstrap", "kafka1:9092", "--brokers", "1,x"])
     assert exc.value.code == 2
     assert "comma-separated ids" in capsys.readouterr().err
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_wait_checks_again_until_the_cluster_is_healthy(monkeypatch, capsys):
+    """--wait: a failing check is tried again every half second, and the first healthy one
+    ends the wait; while waiting, a try gives up on a first connection after 2 s."""
+    clock = Clock()
+    monkeypatch.setattr(health, "time", clock)
+    tries: list[int] = []
+
+    def check_once(_args, _brokers, connect_ms):
+        tries.append(connect_ms)
+        clock.now += 0.1
+        if len(tries) < 4:
+            return {"ok": False, "problems": ["brokers not registered (or fenced): [3]"]}
+        return {"ok": True, "brokers": [[1, "kafka1", 9092]], "problems": []}
+
+    monkeypatch.setattr(health, "check_once", check_once)
+    assert health.main(["--bootstrap", "kafka1:9092", "--brokers", "1", "--wait", "30"]) == 0
+    assert tries == [2000, 2000, 2000, 2000]
+    assert clock.now == pytest.approx(100.0 + 4 * 0.1 + 3 * 0.5)
+    assert '"ok": true' in capsys.readouterr().out
+
+
+def test_wait_ends_with_the_last_problem_and_without_it_one_check_is_made(monkeypatch, capsys):
+    clock = Clock()
+    monkeypatch.setattr(health, "time", clock)
+    tries: list[int] = []
+
+    def check_once(_args, _brokers, connect_ms):
+        tries.append(connect_ms)
+        clock.now += 0.1
+        return {"ok": False, "problems": [f"try {len(tries)}"]}
+
+    monkeypatch.setattr(health, "check_once", check_once)
+    assert health.main(["--bootstrap", "kafka1:9092", "--wait", "3"]) == 1
+    assert 4 <= len(tries) <= 6 and clock.now - 0.1 < 103.0  # the last try began in time
+    assert f'"try {len(tries)}"' in capsys.readouterr().out
+    tries.clear()
+    assert health.main(["--bootstrap", "kafka1:9092"]) == 1
+    assert tries == [10000]  # no --wait: one check, kafka-python's 10 s for a first connection

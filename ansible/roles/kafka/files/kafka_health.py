@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kafkalab's health check of a Kafka cluster, in one Python process (kafka-python).
 
-    kafka_health.py --bootstrap kafka1:9092 [--brokers 1,2,3] [--quorum] [--in-sync]
+    kafka_health.py --bootstrap kafka1:9092 [--brokers 1,2,3] [--quorum] [--in-sync] [--wait S]
 
 It does the work of three JVM tools (kafka-broker-api-versions.sh, kafka-metadata-quorum.sh
 describe --status, kafka-topics.sh --describe --under-replicated-partitions), each of which
@@ -14,7 +14,11 @@ takes about a second to start, and prints one JSON object:
            and answer an ApiVersions request themselves;
 --quorum:  the KRaft quorum has a leader (DescribeQuorum, which a broker forwards to the
            active controller; kafka-python has no request class for it, so it is below);
---in-sync: no partition has fewer in-sync replicas than replicas.
+--in-sync: no partition has fewer in-sync replicas than replicas;
+--wait:    check again every half second, up to S seconds, until every condition holds (the
+           report is the last check's). While no broker listens yet, each try gives up
+           after 2 s: kafka-python's own wait for a first connection (10 s, with reconnects
+           backing off towards 30 s) outlasted the brokers' start by seconds.
 Exit status 0 when every asked condition holds, 1 when one does not (see "problems"), 2 on
 bad arguments. Runs on the machine's python3 (3.9 and later) with the role's kafka-python.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from kafka.client_async import KafkaClient
@@ -40,6 +45,8 @@ from kafka.protocol.types import (
 )
 
 _TIMEOUT_MS = 10000
+_WAITING_CONNECT_MS = 2000
+_INTERVAL_S = 0.5
 _METADATA_TOPIC = "__cluster_metadata"
 
 
@@ -119,13 +126,15 @@ def describe_quorum(client: KafkaClient, node_id: Any) -> tuple[int, list[int]]:
     return part[2], sorted(v[0] for v in part[5])
 
 
-def connect(bootstrap: str) -> KafkaClient:
-    """A kafka-python client of the cluster (raises when no bootstrap server answers)."""
+def connect(bootstrap: str, connect_ms: int = _TIMEOUT_MS) -> KafkaClient:
+    """A kafka-python client of the cluster (raises when no bootstrap server answers within
+    connect_ms)."""
     return KafkaClient(
         bootstrap_servers=bootstrap.split(","),
         client_id="kafkalab-health",
         request_timeout_ms=_TIMEOUT_MS,
-        api_version_auto_timeout_ms=_TIMEOUT_MS,
+        api_version_auto_timeout_ms=connect_ms,
+        reconnect_backoff_max_ms=min(connect_ms, 1000),
     )
 
 
@@ -178,28 +187,37 @@ def check(client: KafkaClient, brokers: list[int], quorum: bool, in_sync: bool) 
     return report
 
 
+def check_once(args: argparse.Namespace, brokers: list[int], connect_ms: int) -> dict[str, Any]:
+    try:
+        client = connect(args.bootstrap, connect_ms)
+    except Exception as exc:  # no broker answers yet
+        return {"ok": False, "problems": [f"no broker answers at {args.bootstrap}: {exc!r}"]}
+    try:
+        return check(client, brokers, args.quorum, args.in_sync)
+    except Exception as exc:
+        return {"ok": False, "problems": [f"{exc!r}"]}
+    finally:
+        client.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--brokers", default="", help="comma-separated broker ids")
     parser.add_argument("--quorum", action="store_true")
     parser.add_argument("--in-sync", action="store_true")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS")
     args = parser.parse_args(argv)
     try:
         brokers = [int(b) for b in args.brokers.split(",") if b]
     except ValueError:
         parser.error(f"--brokers takes comma-separated ids, not {args.brokers!r}")
-    try:
-        client = connect(args.bootstrap)
-    except Exception as exc:  # no broker answers yet: the role tries again
-        report = {"ok": False, "problems": [f"no broker answers at {args.bootstrap}: {exc!r}"]}
-    else:
-        try:
-            report = check(client, brokers, args.quorum, args.in_sync)
-        except Exception as exc:
-            report = {"ok": False, "problems": [f"{exc!r}"]}
-        finally:
-            client.close()
+    deadline = time.monotonic() + args.wait
+    connect_ms = _WAITING_CONNECT_MS if args.wait > 0 else _TIMEOUT_MS
+    report = check_once(args, brokers, connect_ms)
+    while not report["ok"] and time.monotonic() + _INTERVAL_S < deadline:
+        time.sleep(_INTERVAL_S)
+        report = check_once(args, brokers, connect_ms)
     print(json.dumps(report))
     return 0 if report["ok"] else 1
 
