@@ -27,22 +27,24 @@ class CallbackModule(CallbackBase):
     def __init__(self) -> None:
         super().__init__()
         self.start = time.monotonic()
-        self.current: tuple[str, str, float] | None = None
+        self.current: tuple[str, str, float, float] | None = None
         self.rows: list[dict[str, Any]] = []
 
     def _close(self) -> None:
         if self.current:
-            name, action, began = self.current
-            self.rows.append({"task": name, "action": action, "secs": time.monotonic() - began})
+            name, action, began, wall = self.current
+            self.rows.append(
+                {"task": name, "action": action, "secs": time.monotonic() - began, "at": wall}
+            )
             self.current = None
 
     def v2_playbook_on_play_start(self, play: Any) -> None:
         self._close()
-        self.current = (f"PLAY {play.get_name()}", "play", time.monotonic())
+        self.current = (f"PLAY {play.get_name()}", "play", time.monotonic(), time.time())
 
     def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
         self._close()
-        self.current = (task.get_name(), task.action, time.monotonic())
+        self.current = (task.get_name(), task.action, time.monotonic(), time.time())
 
     def v2_playbook_on_handler_task_start(self, task: Any) -> None:
         self.v2_playbook_on_task_start(task, False)

@@ -20,7 +20,8 @@ import yaml
 
 from kafkalab.paths import repo_root
 from kafkalab.targets import boot
-from kafkalab.targets.machines import ARTIFACTS_ON_MACHINE, EmbeddedMachine
+from kafkalab.targets.machines import EmbeddedMachine
+from kafkalab.targets.share import ARTIFACTS_ON_MACHINE
 from tests import host_side
 from tests.conftest import PREFIX
 
