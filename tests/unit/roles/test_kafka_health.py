@@ -83,9 +83,14 @@ def test_bad_broker_ids_are_one_line(capsys):
     assert "comma-separated ids" in capsys.readouterr().err
 
 
-class Clock:
-    def __init__(self) -> None:
+class Checks:
+    """kafka_health's check_once and clock, faked: each try takes 0.1 s and is healthy from
+    try number `healthy_from` on (never when 0); `tries` holds each try's connect timeout."""
+
+    def __init__(self, healthy_from: int = 0) -> None:
         self.now = 100.0
+        self.healthy_from = healthy_from
+        self.tries: list[int] = []
 
     def monotonic(self) -> float:
         return self.now
@@ -93,42 +98,38 @@ class Clock:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
 
+    def check_once(self, _args, _brokers, connect_ms):
+        self.tries.append(connect_ms)
+        self.now += 0.1
+        if self.healthy_from and len(self.tries) >= self.healthy_from:
+            return {"ok": True, "brokers": [[1, "kafka1", 9092]], "problems": []}
+        return {"ok": False, "problems": [f"try {len(self.tries)}"]}
+
+
+def fake_checks(monkeypatch, healthy_from: int = 0) -> Checks:
+    checks = Checks(healthy_from)
+    monkeypatch.setattr(health, "time", checks)
+    monkeypatch.setattr(health, "check_once", checks.check_once)
+    return checks
+
 
 def test_wait_checks_again_until_the_cluster_is_healthy(monkeypatch, capsys):
     """--wait: a failing check is tried again every half second, and the first healthy one
     ends the wait; while waiting, a try gives up on a first connection after 2 s."""
-    clock = Clock()
-    monkeypatch.setattr(health, "time", clock)
-    tries: list[int] = []
-
-    def check_once(_args, _brokers, connect_ms):
-        tries.append(connect_ms)
-        clock.now += 0.1
-        if len(tries) < 4:
-            return {"ok": False, "problems": ["brokers not registered (or fenced): [3]"]}
-        return {"ok": True, "brokers": [[1, "kafka1", 9092]], "problems": []}
-
-    monkeypatch.setattr(health, "check_once", check_once)
+    checks = fake_checks(monkeypatch, healthy_from=4)
     assert health.main(["--bootstrap", "kafka1:9092", "--brokers", "1", "--wait", "30"]) == 0
-    assert tries == [2000, 2000, 2000, 2000]
-    assert clock.now == pytest.approx(100.0 + 4 * 0.1 + 3 * 0.5)
+    assert checks.tries == [2000, 2000, 2000, 2000]
+    assert checks.now == pytest.approx(100.0 + 4 * 0.1 + 3 * 0.5)
     assert '"ok": true' in capsys.readouterr().out
 
 
 def test_wait_ends_with_the_last_problem_and_without_it_one_check_is_made(monkeypatch, capsys):
-    clock = Clock()
-    monkeypatch.setattr(health, "time", clock)
-    tries: list[int] = []
-
-    def check_once(_args, _brokers, connect_ms):
-        tries.append(connect_ms)
-        clock.now += 0.1
-        return {"ok": False, "problems": [f"try {len(tries)}"]}
-
-    monkeypatch.setattr(health, "check_once", check_once)
+    checks = fake_checks(monkeypatch)
     assert health.main(["--bootstrap", "kafka1:9092", "--wait", "3"]) == 1
-    assert 4 <= len(tries) <= 6 and clock.now - 0.1 < 103.0  # the last try began in time
-    assert f'"try {len(tries)}"' in capsys.readouterr().out
-    tries.clear()
+    assert 4 <= len(checks.tries) <= 6 and checks.now - 0.1 < 103.0  # the last try began in time
+    assert f'"try {len(checks.tries)}"' in capsys.readouterr().out
+    checks.tries.clear()
     assert health.main(["--bootstrap", "kafka1:9092"]) == 1
-    assert tries == [10000]  # no --wait: one check, kafka-python's 10 s for a first connection
+    assert checks.tries == [
+        10000
+    ]  # no --wait: one check, kafka-python's 10 s for a first connection
