@@ -15,9 +15,11 @@ import contextlib
 import errno
 import os
 import secrets
+import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from kafkalab.errors import KafkalabError
 
@@ -25,6 +27,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO the machine put there must not hang the host on open.
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 MAX_READ = 1 << 20  # the files kafkalab reads back (/etc/hosts) are small
+CHUNK = 1 << 20
 
 
 def _parts(rel: str) -> list[str]:
@@ -104,34 +107,84 @@ def write_text(
             st = os.fstat(dfd)
             if (st.st_uid, st.st_gid) != dir_owner:
                 os.fchown(dfd, *dir_owner)
-        if _same(dfd, name, data, mode, owner):
+        if _same(dfd, name, mode, owner, lambda f: f.read(len(data) + 1) == data):
             return False
-        tmp = f".{name}.kafkalab-{secrets.token_hex(4)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dfd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                os.fchmod(f.fileno(), mode)
-                if owner is not None:
-                    os.fchown(f.fileno(), *owner)
-            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
+        _put(dfd, name, mode, owner, lambda f: f.write(data))
     return True
 
 
-def _same(dfd: int, name: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> bool:
-    """Is `name` already a regular file with exactly this content, mode and owner?"""
+def copy_file(root: Path, rel: str, source: Path, mode: int = 0o644) -> bool:
+    """Make root/rel a regular file with the bytes of `source` (compared, and copied, in
+    blocks: archives of hundreds of MB), replacing whatever is there as write_text does.
+    Returns True when it was written."""
+    *dirs, name = _parts(rel)
+    with _directory(root, dirs, create=True) as dfd, source.open("rb") as original:
+        size = os.fstat(original.fileno()).st_size
+
+        def same_bytes(copy: BinaryIO) -> bool:
+            if os.fstat(copy.fileno()).st_size != size:
+                return False
+            while block := original.read(CHUNK):
+                if copy.read(len(block)) != block:
+                    return False
+            return True
+
+        if _same(dfd, name, mode, None, same_bytes):
+            return False
+        original.seek(0)
+        _put(dfd, name, mode, None, lambda f: shutil.copyfileobj(original, f, CHUNK))
+    return True
+
+
+def _put(
+    dfd: int,
+    name: str,
+    mode: int,
+    owner: tuple[int, int] | None,
+    write: Callable[[BinaryIO], object],
+) -> None:
+    """Write a new file beside `name` and rename it over whatever `name` is: a link is
+    replaced, not followed; a directory a machine made there is removed (its links
+    unfollowed) first."""
+    tmp = f".{name}.kafkalab-{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=dfd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            os.fchmod(f.fileno(), mode)
+            if owner is not None:
+                os.fchown(f.fileno(), *owner)
+        try:
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except IsADirectoryError:
+            shutil.rmtree(name, dir_fd=dfd)
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+
+
+def _same(
+    dfd: int,
+    name: str,
+    mode: int,
+    owner: tuple[int, int] | None,
+    same_content: Callable[[BinaryIO], bool],
+) -> bool:
+    """Is `name` already a regular file with this mode and owner, and the content
+    `same_content` finds in it?"""
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
     except OSError:
         return False  # absent, or a link (ELOOP): to be replaced
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # a directory, a FIFO: fdopen refuses a directory
+        os.close(fd)
+        return False
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o7777 != mode:
+        if st.st_mode & 0o7777 != mode:
             return False
         if owner is not None and (st.st_uid, st.st_gid) != owner:
             return False
-        return f.read(len(data) + 1) == data  # a regular file: a read does not block
+        return same_content(f)  # a regular file: a read does not block

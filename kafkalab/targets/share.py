@@ -7,70 +7,25 @@ Spark's 443 MB much longer).
 Copies, not the cache itself: a machine's root keeps nspawn's CAP_SYS_ADMIN and can remount
 its view writable; what it changes then is its own lab's copy, never the cache other labs
 read. Each `up` checks every copy against the cache before the roles use it and writes a new
-one where they differ, without following anything a machine put in the share (the host
-opens the share's files by name under a directory fd, with O_NOFOLLOW, and replaces them by
-rename).
+one where they differ, without following anything a machine put in the share (as kafkalab
+writes into a machine's root: kafkalab.targets.rootfs).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-import shutil
-import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kafkalab.targets import rootfs
+
 ARTIFACTS_ON_MACHINE = "/var/cache/kafkalab/artifacts"
-CHUNK = 1 << 20
 
 
 class Sharing(Protocol):
     def shared_artifacts(self) -> Path | None: ...
-
-
-@contextlib.contextmanager
-def _dir_fd(path: Path) -> Iterator[int]:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def _same(source: Path, name: str, dir_fd: int) -> bool:
-    """Is `name` in the share a regular file with the bytes of `source`?"""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    except OSError:
-        return False
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return False
-    with os.fdopen(fd, "rb") as copy, source.open("rb") as original:
-        if os.fstat(fd).st_size != os.fstat(original.fileno()).st_size:
-            return False
-        while block := original.read(CHUNK):
-            if copy.read(len(block)) != block:
-                return False
-        return True
-
-
-def _replace(source: Path, name: str, dir_fd: int) -> None:
-    tmp = f".{name}.kafkalab-tmp"
-    with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
-        os.unlink(tmp, dir_fd=dir_fd)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
-    with os.fdopen(fd, "wb") as out, source.open("rb") as original:
-        shutil.copyfileobj(original, out, CHUNK)
-        os.fchmod(out.fileno(), 0o644)
-    try:
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except IsADirectoryError:  # a machine made a directory of that name: ours to remove
-        shutil.rmtree(name, dir_fd=dir_fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def fill(share: Path, archives: dict[str, Path]) -> dict[str, str]:
@@ -78,13 +33,9 @@ def fill(share: Path, archives: dict[str, Path]) -> dict[str, str]:
     variable, the file's name in the share. A copy that differs from the cache in any byte
     (or is not a regular file) is written again."""
     share.mkdir(mode=0o755, exist_ok=True)
-    names: dict[str, str] = {}
-    with _dir_fd(share) as dir_fd:
-        for var, archive in archives.items():
-            if not _same(archive, archive.name, dir_fd):
-                _replace(archive, archive.name, dir_fd)
-            names[var] = archive.name
-    return names
+    for archive in archives.values():
+        rootfs.copy_file(share, archive.name, archive)
+    return {var: archive.name for var, archive in archives.items()}
 
 
 def on_host(names: dict[str, str], share_dir: Path, machines: Sequence[Sharing]) -> dict[str, Path]:

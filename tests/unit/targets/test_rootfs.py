@@ -90,3 +90,35 @@ def test_a_fifo_neither_hangs_nor_is_read(machine: tuple[Path, Path]) -> None:
     assert rootfs.read_text(root, "etc/hosts") is None
     assert rootfs.write_text(root, "home/vagrant/.ssh/authorized_keys", "ssh-ed25519 A\n")
     assert keys.is_file() and keys.read_text() == "ssh-ed25519 A\n"
+
+
+def test_a_directory_made_at_the_name_is_removed_without_following_its_links(
+    machine: tuple[Path, Path],
+) -> None:
+    root, host_file = machine
+    planted = root / "etc/hosts"
+    planted.mkdir(parents=True)
+    (planted / "to-host").symlink_to(host_file.parent)
+    assert rootfs.write_text(root, "etc/hosts", "127.0.0.1 localhost\n")
+    assert planted.is_file() and planted.read_text() == "127.0.0.1 localhost\n"
+    assert host_file.read_text() == "root:secret\n"
+    assert sorted(os.listdir(root / "etc")) == ["hosts"]  # no temp file left
+
+
+def test_copy_file_copies_in_blocks_and_only_when_the_bytes_differ(
+    machine: tuple[Path, Path], tmp_path: Path
+) -> None:
+    root, host_file = machine
+    source = tmp_path / "kafka.tgz"
+    source.write_bytes(os.urandom(rootfs.CHUNK * 2 + 5))
+    (root / "share").mkdir()
+    (root / "share/kafka.tgz").symlink_to(host_file)
+    assert rootfs.copy_file(root, "share/kafka.tgz", source)
+    assert (root / "share/kafka.tgz").read_bytes() == source.read_bytes()
+    assert host_file.read_text() == "root:secret\n"
+    assert not rootfs.copy_file(root, "share/kafka.tgz", source)
+    with (root / "share/kafka.tgz").open("r+b") as f:  # one byte changed past the first block
+        f.seek(rootfs.CHUNK + 1)
+        f.write(b"\0" if source.read_bytes()[rootfs.CHUNK + 1] else b"\1")
+    assert rootfs.copy_file(root, "share/kafka.tgz", source)
+    assert (root / "share/kafka.tgz").read_bytes() == source.read_bytes()

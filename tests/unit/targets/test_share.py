@@ -48,8 +48,9 @@ def test_a_changed_copy_is_written_again_and_the_cache_never_touched(tmp_path: P
 
 
 def test_links_and_dirs_a_machine_plants_are_replaced_never_followed(tmp_path: Path) -> None:
-    """A link at the archive's name or at the temp name, to a host file, and a directory at
-    the archive's name: the host file keeps its bytes, the share gets a regular file."""
+    """A link at the archive's name to a host file, and a directory at the archive's name
+    holding a link to a host directory: the host's files stay, the share gets regular files
+    (the new copy is written under a random name and renamed over the planted one)."""
     src = archive(tmp_path)
     wheel = archive(tmp_path, "k.whl", b"wheel")
     dest = tmp_path / "share"
@@ -57,11 +58,10 @@ def test_links_and_dirs_a_machine_plants_are_replaced_never_followed(tmp_path: P
     victim = tmp_path / "host-file"
     victim.write_text("do not touch\n")
     (dest / "kafka.tgz").symlink_to(victim)
-    (dest / ".kafka.tgz.kafkalab-tmp").symlink_to(victim)
     (dest / "k.whl").mkdir()
-    (dest / "k.whl" / "inside").write_text("x")
+    (dest / "k.whl" / "host-dir").symlink_to(tmp_path)
     share.fill(dest, {"kafka_archive": src, "kafka_python_wheel": wheel})
-    assert victim.read_text() == "do not touch\n"
+    assert victim.read_text() == "do not touch\n" and (tmp_path / "share").is_dir()
     for name, original in (("kafka.tgz", src), ("k.whl", wheel)):
         assert not (dest / name).is_symlink() and (dest / name).is_file()
         assert (dest / name).read_bytes() == original.read_bytes()
