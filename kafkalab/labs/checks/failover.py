@@ -11,6 +11,9 @@ from typing import Any
 
 from pydantic import Field
 
+from kafkalab.errors import KafkalabError
+from kafkalab.failover import forensics
+from kafkalab.kafka.topics import Consumed
 from kafkalab.labs.checks.base import Params, Verdict, existing_topic, kind
 from kafkalab.labs.context import LabContext
 from kafkalab.render import plural
@@ -108,16 +111,56 @@ def no_acked_loss(ctx: LabContext, p: AckedParams) -> Verdict:
     acked, v = _acked(ctx, p)
     if not v.ok:
         return v
-    seen = Counter(r.text for r in ctx.records(p.topic))
+    records = ctx.records(p.topic)
+    seen = Counter(r.text for r in records)
     lost = [a for a in dict.fromkeys(acked) if a not in seen]
-    dups = sum(n - 1 for a, n in seen.items() if n > 1 and a in set(acked))
+    twice = {a for a, n in seen.items() if n > 1 and a in set(acked)}
+    dups = sum(seen[a] - 1 for a in twice)
     v.facts.append(f"acknowledged {len(set(acked))}, lost {len(lost)}, duplicates {dups}")
+    if twice:
+        v.facts.extend(_who_wrote(ctx, p.topic, [r for r in records if r.text in twice]))
     if lost:
         v.problems.append(
             f"{plural(len(lost), 'acknowledged record')} cannot be read back "
             f"(lost): {', '.join(lost[:5])}{' ...' if len(lost) > 5 else ''}"
         )
     return v
+
+
+def _who_wrote(ctx: LabContext, topic: str, copies: list[Consumed]) -> list[str]:
+    """One line per duplicated record (the first five): where its copies are and why, as
+    the batch headers on the partition's leader tell (kafka-dump-log.sh)."""
+    by_record: dict[str, list[Consumed]] = {}
+    for c in copies:
+        by_record.setdefault(c.text, []).append(c)
+    shown = dict(list(by_record.items())[:5])
+    leaders = {part.id: part.leader for part in existing_topic(ctx, topic).partitions.values()}
+    writers: dict[tuple[int, int], forensics.Writer] = {}
+    unread: list[str] = []
+    for part in sorted({c.partition for cs in shown.values() for c in cs}):
+        leader = leaders.get(part)
+        if leader is None or leader < 0:
+            unread.append(f"partition {part} has no leader to read its log from")
+            continue
+        offsets = [c.offset for cs in shown.values() for c in cs if c.partition == part]
+        try:
+            found = forensics.read_writers(ctx.cluster, ctx.host_of(leader), topic, part, offsets)
+        except KafkalabError as exc:
+            unread.append(str(exc))
+            continue
+        writers.update({(part, o): w for o, w in found.items()})
+    lines = []
+    for text, cs in shown.items():
+        ws = [writers.get((c.partition, c.offset)) for c in cs]
+        where = ", ".join(
+            f"{topic}-{c.partition}@{c.offset}"
+            + (f" (producer {w.producer_id} epoch {w.epoch} seq {w.sequence})" if w else "")
+            for c, w in zip(cs, ws, strict=True)
+        )
+        lines.append(f"{text} written {len(cs)} times: {where}: {forensics.cause(ws)}")
+    if len(by_record) > len(shown):
+        lines.append(f"... and {plural(len(by_record) - len(shown), 'more duplicated record')}")
+    return lines + unread
 
 
 @kind(
