@@ -8,7 +8,10 @@ tools on machines over ssh.
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,29 @@ from kafkalab.kafka import clients, quorum, tools, topics
 from kafkalab.kafka.topics import Consumed
 from kafkalab.labs.definition import Lab
 from kafkalab.targets.cluster import InventoryCluster
+
+# Kafka's log lines start with "[2026-11-27 06:27:51,123] LEVEL "; an ISR change the
+# controller refused is logged at INFO.
+WARNING_LINES = r"^\[[^]]*\] (WARN|ERROR) |Failed to alter partition"
+_STAMP = re.compile(r"^\[([^]]*)\] ")
+
+
+def collapse(lines: list[str], width: int = 400) -> list[str]:
+    """Log lines with each message once, where it was last logged: `[time] message (n times)`."""
+    last: dict[str, tuple[int, str]] = {}
+    count: Counter[str] = Counter()
+    for i, line in enumerate(ln for ln in lines if ln.strip()):
+        stamp = _STAMP.match(line)
+        message = line[stamp.end() :] if stamp else line
+        last[message] = (i, stamp.group(1) if stamp else "")
+        count[message] += 1
+    shown = sorted(last.items(), key=lambda item: item[1][0])
+    return [
+        (f"[{when}] " if when else "")
+        + message[:width]
+        + (f" ({count[message]} times)" if count[message] > 1 else "")
+        for message, (_i, when) in shown
+    ]
 
 
 @dataclass
@@ -140,6 +166,23 @@ class LabContext:
         with ThreadPoolExecutor(max_workers=len(hosts) or 1) as pool:
             said = pool.map(lambda h: self.sh(h, script, timeout).stdout, hosts)
             return dict(zip(hosts, said, strict=True))
+
+    def broker_warnings(self, lines: int = 8) -> dict[str, list[str]]:
+        """The last WARN and ERROR lines (and refused ISR changes) each running broker
+        machine logged, from the logs of its Kafka units (their LOG_DIR), oldest first; a
+        message repeated is shown once, with its count and its last time."""
+        script = (
+            "for u in kafka kafka-controller; do "
+            'd=$(systemctl show -p Environment "$u" 2>/dev/null '
+            "| grep -o 'LOG_DIR=[^ \"]*' | cut -d= -f2); "
+            '[ -n "$d" ] && grep -hE ' + shlex.quote(WARNING_LINES) + " "
+            '"$d"/server.log "$d"/controller.log "$d"/state-change.log 2>/dev/null; '
+            "done | sort | tail -n 500"
+        )
+        running = {m.name for m in self.cluster.machines() if m.running()}
+        hosts = sorted({h for h in self.brokers.values() if h in running})
+        said = self.sh_each(hosts, script, timeout=30)
+        return {h: collapse(text.splitlines())[-lines:] for h, text in said.items()}
 
     def tool_host(self) -> str:
         """A machine to run tools on: the lab's host, or a broker whose Kafka is up."""

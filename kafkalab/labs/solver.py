@@ -212,8 +212,21 @@ class Solver:
                 render.detail(f"✓ {title} (after {time.monotonic() - started:.0f}s)", "green")
                 return
             if time.monotonic() - started > step.timeout:
+                self._show_warnings()
                 raise KafkalabError(
                     f"still not true after {step.timeout:.0f}s: {title}: "
                     + "; ".join(verdict.problems)
                 )
             time.sleep(UNTIL_TICK)
+
+    def _show_warnings(self) -> None:
+        """What the brokers logged last (WARN and ERROR): where a wait that timed out
+        usually finds its reason."""
+        try:
+            said = self.ctx.broker_warnings()
+        except (KafkalabError, subprocess.SubprocessError, OSError) as exc:
+            render.detail(f"(the brokers' logs could not be read: {exc})", "dim")
+            return
+        for host, lines in said.items():
+            render.detail(f"{host}: the last warnings and errors of its Kafka logs", "yellow")
+            render.output("\n".join(lines) or "(none)")
