@@ -31,6 +31,26 @@ from kafkalab.targets.cluster import InventoryCluster
 # controller refused is logged at INFO.
 WARNING_LINES = r"^\[[^]]*\] (WARN|ERROR) |Failed to alter partition"
 _STAMP = re.compile(r"^\[([^]]*)\] ")
+# The log dir of systemd unit $u (its LOG_DIR), in $d.
+_LOG_DIR = (
+    'd=$(systemctl show -p Environment "$u" 2>/dev/null '
+    "| grep -o 'LOG_DIR=[^ \"]*' | cut -d= -f2); "
+)
+# A broker's start (ZooKeeper mode; KRaft mode), then the death of its AlterPartition thread.
+_DIED_SINCE_START = (
+    r"/starting \(kafka\.server\.KafkaServer\)|\] Transition from SHUTDOWN to STARTING/ "
+    "{ died = 0 } "
+    'index($0, "to-controller-alter-partition-channel-manager]: Error due to") { died = 1 } '
+    'END { print (died ? "died" : "alive") }'
+)
+# On a broker's machine: "died" or "alive", for the AlterPartition thread of its running Kafka.
+ISR_THREAD_SCRIPT = (
+    "u=kafka; "
+    + _LOG_DIR
+    + 'last=$(ls "$d"/server.log.* 2>/dev/null | sort | tail -n 1); '
+    + 'cat $last "$d"/server.log 2>/dev/null | awk '
+    + shlex.quote(_DIED_SINCE_START)
+)
 
 
 def collapse(lines: list[str], width: int = 400) -> list[str]:
@@ -173,9 +193,10 @@ class LabContext:
         message repeated is shown once, with its count and its last time."""
         script = (
             "for u in kafka kafka-controller; do "
-            'd=$(systemctl show -p Environment "$u" 2>/dev/null '
-            "| grep -o 'LOG_DIR=[^ \"]*' | cut -d= -f2); "
-            '[ -n "$d" ] && grep -hE ' + shlex.quote(WARNING_LINES) + " "
+            + _LOG_DIR
+            + '[ -n "$d" ] && grep -hE '
+            + shlex.quote(WARNING_LINES)
+            + " "
             '"$d"/server.log "$d"/controller.log "$d"/state-change.log 2>/dev/null; '
             "done | sort | tail -n 500"
         )
@@ -183,6 +204,14 @@ class LabContext:
         hosts = sorted({h for h in self.brokers.values() if h in running})
         said = self.sh_each(hosts, script, timeout=30)
         return {h: collapse(text.splitlines())[-lines:] for h, text in said.items()}
+
+    def isr_changes_stopped(self, hosts: list[str]) -> set[str]:
+        """The machines among `hosts` whose running broker can change no ISR any more: the
+        thread that sends its ISR changes to the controller (AlterPartition) died since
+        that broker started, as its server.log says (this hour's and the last hour's)."""
+        running = {m.name for m in self.cluster.machines() if m.running()}
+        said = self.sh_each(sorted(set(hosts) & running), ISR_THREAD_SCRIPT, timeout=30)
+        return {h for h, out in said.items() if out.strip() == "died"}
 
     def tool_host(self) -> str:
         """A machine to run tools on: the lab's host, or a broker whose Kafka is up."""

@@ -154,6 +154,7 @@ class LabStep(_Strict):
     stop: str | None = None  # Ctrl-C a background step by name, then join it as `wait` does
     sleep: float | None = Field(None, gt=0, le=120)
     until: CheckSpec | None = None  # poll a check until it passes
+    remedy: bool = False  # until: run what the check says clears a problem (each once)
     machine: str | None = None  # where a run step runs (default: the lab's host)
     background: str | None = None  # run/python: start, go on, `wait` for it later
     remember: str | None = Field(None, pattern=r"^[a-z_]+$")  # name the machine it ran on
@@ -176,6 +177,8 @@ class LabStep(_Strict):
             raise ValueError("`machine` is where a `run` step runs")
         if self.remember and not self.run:
             raise ValueError("`remember` keeps the machine of a `run` step")
+        if self.remedy and not self.until:
+            raise ValueError("`remedy` runs the remedies an `until` step's check names")
         return self
 
 

@@ -19,6 +19,7 @@ from kafkalab import render
 from kafkalab.errors import KafkalabError
 from kafkalab.kafka.tools import QUICK_JVM
 from kafkalab.labs import checks
+from kafkalab.labs.checks.base import Remedy
 from kafkalab.labs.context import LabContext
 from kafkalab.labs.definition import PLACEHOLDER, LabStep
 from kafkalab.paths import repo_root
@@ -205,12 +206,17 @@ class Solver:
     def _until(self, step: LabStep) -> None:
         assert step.until is not None
         started = time.monotonic()
+        applied: set[Remedy] = set()
         while True:
             self.ctx.forget_records()
             title, verdict = checks.run(self.ctx, step.until)
             if verdict.ok:
                 render.detail(f"✓ {title} (after {time.monotonic() - started:.0f}s)", "green")
                 return
+            for remedy in verdict.remedies if step.remedy else []:
+                if remedy not in applied:
+                    applied.add(remedy)
+                    self._apply(remedy)
             if time.monotonic() - started > step.timeout:
                 self._show_warnings()
                 raise KafkalabError(
@@ -218,6 +224,16 @@ class Solver:
                     + "; ".join(verdict.problems)
                 )
             time.sleep(UNTIL_TICK)
+
+    def _apply(self, remedy: Remedy) -> None:
+        """What a learner types when a wait shows a problem with a known remedy."""
+        render.detail(f"(not waiting for it to pass by itself: {remedy.why})", "yellow")
+        render.command(remedy.host, remedy.command)
+        done = self.ctx.sh(remedy.host, remedy.command, timeout=180)
+        render.output(done.stdout + done.stderr)
+        if done.returncode != 0:
+            code = done.returncode
+            raise KafkalabError(f"{remedy.command!r} on {remedy.host} failed (exit {code})")
 
     def _show_warnings(self) -> None:
         """What the brokers logged last (WARN and ERROR): where a wait that timed out

@@ -8,6 +8,8 @@ import json
 import re
 import time
 
+from kafkalab.failover import forensics
+
 RESET_LIMIT = 30.0  # seconds, with every broker up (no re-provisioning, no restart)
 
 
@@ -62,3 +64,19 @@ def start_check_solve_reset(cluster, lab: str) -> str:
     passed, out = check(cluster, lab)
     assert not passed, out
     return solved.stdout
+
+
+def assert_none_lost(text: str, lab: str) -> None:
+    """The no_acked_loss verdict in a solve's output: nothing lost, and any duplicate one a
+    client re-sent after bumping its producer epoch (outside what the broker deduplicates,
+    as the failover verdict allows too), never one the broker's deduplication let through."""
+    flat = " ".join(text.split())  # the CLI wraps long lines
+    found = re.findall(r"acknowledged \d+, lost (\d+), duplicates (\d+)", flat)
+    assert found, text[-3000:]
+    lost, dups = map(int, found[-1])
+    assert lost == 0, text[-3000:]
+    if dups:
+        copies = re.findall(r"written \d+ times: ", flat)
+        resent = flat.count(forensics.RESENT)
+        print(f"lab {lab}: {dups} duplicates; {resent} of {len(copies)} shown re-sent after a bump")
+        assert "more duplicated record" not in flat and 0 < len(copies) == resent, text[-3000:]

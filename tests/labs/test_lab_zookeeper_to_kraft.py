@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tests.labs.helpers import check, start_check_solve_reset
+from tests.labs.helpers import assert_none_lost, check, start_check_solve_reset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.parametrize("cluster", ["zookeeper"], indirect=True)]
 
@@ -26,7 +26,9 @@ def test_lab_16_migration_rollback(cluster):
     plain one, and lab 15 refuses to start while a migration's state is left in ZooKeeper."""
     solved = start_check_solve_reset(cluster, "16")
     assert re.search(r'"brokerid":300\d,.*"kraftControllerEpoch":\d+', solved)  # dual-write
-    assert re.search(r"acknowledged \d+, lost 0, duplicates 0", solved), solved[-3000:]
+    assert_none_lost(solved, "16")
+    restarts = solved.count("(not waiting for it to pass by itself:")  # the README's remedy
+    print(f"lab 16: {restarts} broker(s) restarted for a dead AlterPartition thread")
     assert "refunds" in solved.split("— checking")[-1]
 
     # the /migration guard: a stale migration state in ZooKeeper keeps lab 15 from starting
@@ -57,7 +59,7 @@ def test_lab_15_zookeeper_to_kraft(cluster):
     sent, acked, failed, unknown = map(int, summary.groups())
     print(f"lab 15: producer sent {sent}, acknowledged {acked}, failed {failed} in the migration")
     assert acked == sent and failed == 0 and unknown == 0
-    assert re.search(r"acknowledged \d+, lost 0, duplicates 0", text), text[-3000:]
+    assert_none_lost(text, "15")
 
     # Migrated: a lab reset and a ZooKeeper provisioning are refused before anything changes
     reset = c.kafkalab("lab", "reset", "15", check=False)

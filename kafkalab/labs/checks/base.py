@@ -17,10 +17,21 @@ from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.labs.context import LabContext
 
 
+@dataclass(frozen=True)
+class Remedy:
+    """What a learner would type to clear a problem a check found (`lab solve` runs it in
+    an `until` step marked `remedy: true`)."""
+
+    host: str
+    command: str
+    why: str
+
+
 @dataclass
 class Verdict:
     problems: list[str] = field(default_factory=list)  # empty: passed
     facts: list[str] = field(default_factory=list)  # what was seen, shown either way
+    remedies: list[Remedy] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -14,7 +14,7 @@ from pydantic import Field
 from kafkalab.errors import KafkalabError
 from kafkalab.failover import forensics
 from kafkalab.kafka.topics import Consumed
-from kafkalab.labs.checks.base import Params, Verdict, existing_topic, kind
+from kafkalab.labs.checks.base import Params, Remedy, Verdict, existing_topic, kind
 from kafkalab.labs.context import LabContext
 from kafkalab.render import plural
 
@@ -41,12 +41,25 @@ class TopicOnly(Params):
     topic: str
 
 
+# Why a broker's AlterPartition thread dies (seen in lab 16, proved with kafka-clients 3.9.2
+# alone): the Selectors of a broker's channels to the controller name their sensors by the
+# broker id only, so its alter-partition and forwarding channels share them; when both
+# rebuild their network client at once, as a migrating broker does when the KRaft controller
+# takes over, one can register a metric on a sensor the other has just removed. The metric
+# stays, and the next rebuild of that channel (the controller back on ZooKeeper) fails on it.
+ISR_THREAD_DIES = (
+    "Kafka 3.9 does at random in a broker still in migration mode when the controller "
+    "moves from KRaft back to ZooKeeper (labs/16-migration-rollback/README.md)"
+)
+
+
 @kind(
     "isr_full", TopicOnly, lambda p, _m: f"every replica of {p.topic} is in sync (ISR = replicas)"
 )
 def isr_full(ctx: LabContext, p: TopicOnly) -> Verdict:
     t = existing_topic(ctx, p.topic)
     v = Verdict()
+    leaders: set[int] = set()
     for part in sorted(t.partitions.values(), key=lambda x: x.id):
         out = [r for r in part.replicas if r not in part.isrs]
         if out:
@@ -55,6 +68,18 @@ def isr_full(ctx: LabContext, p: TopicOnly) -> Verdict:
                 f"partition {part.id}: replica {who} is not in the ISR "
                 f"(ISR: {', '.join(map(str, part.isrs))})"
             )
+            if part.leader is not None and part.leader >= 0:
+                leaders.add(part.leader)
+    hosts = [ctx.brokers[i] for i in sorted(leaders) if i in ctx.brokers]
+    for host in sorted(ctx.isr_changes_stopped(hosts)) if hosts else []:
+        why = (
+            f"{host} leads some of them but can add no replica to an ISR: the thread that "
+            "sends its ISR changes to the controller died (its server.log: "
+            "'to-controller-alter-partition-channel-manager]: Error due to'), which "
+            f"{ISR_THREAD_DIES}"
+        )
+        v.problems.append(f"{why}: restart it (sudo systemctl restart kafka on {host})")
+        v.remedies.append(Remedy(host, "sudo systemctl restart kafka", why))
     return v
 
 

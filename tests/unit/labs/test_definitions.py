@@ -451,6 +451,7 @@ def test_a_lab_that_starts_on_an_older_line_refuses_a_newer_cluster_to_start_on(
         ({"title": "x", "kafkalab": " "}, r"kafkalab: runs one of up"),
         ({"title": "x", "stop": "producer"}, r"waits for 'producer', which no earlier step"),
         ({"title": "x", "stop": "p", "run": "true"}, r"exactly one of run, python, kafkalab"),
+        ({"title": "x", "run": "true", "remedy": True}, r"`remedy` runs the remedies an `until`"),
     ],
 )
 def test_host_and_stop_steps_are_checked_when_the_lab_loads(tmp_path, step, why):
