@@ -14,7 +14,7 @@ from kafkalab.errors import KafkalabError
 from kafkalab.labs import checks
 from kafkalab.labs.checks.base import Remedy, Verdict
 from kafkalab.labs.checks.failover import isr_full
-from kafkalab.labs.context import ISR_THREAD_SCRIPT
+from kafkalab.labs.context import ISR_THREAD_SCRIPT, LabContext
 from kafkalab.labs.definition import LabStep
 from kafkalab.labs.solver import Solver
 
@@ -154,3 +154,20 @@ def test_an_until_step_marked_remedy_applies_a_checks_remedy_once(monkeypatch, c
         with pytest.raises(KafkalabError, match="still not true after 1s"):
             Solver(ctx)._until(step)  # type: ignore[arg-type]
         assert ctx.ran == []
+
+
+def test_a_lenient_look_at_machines_gives_nothing_for_one_that_does_not_answer(monkeypatch):
+    ctx = LabContext(cluster=None, topo=None, lab=None, workdir=Path())  # type: ignore[arg-type]
+
+    def sh(host: str, script: str, timeout: float = 60):
+        if host == "kafka2":
+            raise subprocess.TimeoutExpired(script, timeout)
+        return subprocess.CompletedProcess([], 0, f"{host} said\n", "")
+
+    monkeypatch.setattr(ctx, "sh", sh)
+    assert ctx.sh_each(["kafka1", "kafka2"], "x", 1, lenient=True) == {
+        "kafka1": "kafka1 said\n",
+        "kafka2": "",
+    }
+    with pytest.raises(subprocess.TimeoutExpired):
+        ctx.sh_each(["kafka1", "kafka2"], "x", 1)
