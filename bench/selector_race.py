@@ -42,10 +42,11 @@ def main() -> None:
             capture_output=True,
             text=True,
         )
-    failed, rounds = map(int, run.stdout.splitlines()[0].split())
+    failed, rounds, concurrent = map(int, run.stdout.splitlines()[0].split())
     print(
         f"Kafka {args.version}: the second rebuild of the alter-partition channel failed in "
-        f"{failed} of {rounds} rounds ({time.monotonic() - started:.0f} s)"
+        f"{failed} of {rounds} rounds, the concurrent rebuild itself in {concurrent} "
+        f"({time.monotonic() - started:.0f} s)"
     )
     if failed:
         print("  " + run.stdout.splitlines()[1][:160])

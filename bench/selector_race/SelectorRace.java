@@ -7,6 +7,7 @@
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.network.PlaintextChannelBuilder;
 import org.apache.kafka.common.network.Selector;
@@ -21,6 +22,9 @@ public class SelectorRace {
             false, builder, new LogContext());
     }
 
+    // A failure of the concurrent rebuild itself is counted too (the race can hit it).
+    static final AtomicInteger concurrentFailed = new AtomicInteger();
+
     static Thread rebuild(CyclicBarrier go, Selector[] held, Metrics metrics, String channel) {
         return new Thread(() -> {
             try {
@@ -28,7 +32,8 @@ public class SelectorRace {
                 held[0].close();
                 held[0] = build(metrics, channel);
             } catch (Exception e) {
-                throw new RuntimeException(e);
+                concurrentFailed.incrementAndGet();
+                held[0] = null;
             }
         });
     }
@@ -48,16 +53,22 @@ public class SelectorRace {
             f.start();
             a.join();
             f.join();
-            try {
-                alter[0].close();
-                alter[0] = build(metrics, "alter-partition");
-            } catch (IllegalArgumentException e) {
-                failed++;
-                if (first == null) first = e.getMessage();
+            if (alter[0] != null) {
+                try {
+                    alter[0].close();
+                    alter[0] = build(metrics, "alter-partition");
+                } catch (IllegalArgumentException e) {
+                    failed++;
+                    if (first == null) first = e.getMessage();
+                    alter[0] = null;
+                }
+            }
+            for (Selector s : new Selector[] {alter[0], forward[0]}) {
+                if (s != null) s.close();
             }
             metrics.close();
         }
-        System.out.println(failed + " " + rounds);
+        System.out.println(failed + " " + rounds + " " + concurrentFailed.get());
         if (first != null) System.out.println(first);
     }
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kafkalab.errors import KafkalabError
@@ -71,6 +71,33 @@ def read_writers(
         detail = (proc.stderr.strip() or proc.stdout.strip())[-300:]
         raise KafkalabError(f"kafka-dump-log.sh on {host} failed: {detail}")
     return parse(proc.stdout, offsets)
+
+
+def read_all(
+    cluster: InventoryCluster,
+    topic: str,
+    positions: Iterable[tuple[int, int]],
+    leader_host: Callable[[int], str | None],
+) -> tuple[dict[tuple[int, int], Writer], list[str]]:
+    """The writer of each (partition, offset), read on each partition's leader
+    (`leader_host`: None when it has none); and, for each partition not read, why."""
+    by_partition: dict[int, list[int]] = {}
+    for partition, offset in positions:
+        by_partition.setdefault(partition, []).append(offset)
+    found: dict[tuple[int, int], Writer] = {}
+    unread: list[str] = []
+    for partition, offsets in sorted(by_partition.items()):
+        host = leader_host(partition)
+        if host is None:
+            unread.append(f"partition {partition} has no leader to read its log from")
+            continue
+        try:
+            writers = read_writers(cluster, host, topic, partition, offsets)
+        except (KafkalabError, OSError) as exc:
+            unread.append(str(exc))
+            continue
+        found.update({(partition, o): w for o, w in writers.items()})
+    return found, unread
 
 
 RESENT = "re-sent by the client after it bumped its producer epoch"

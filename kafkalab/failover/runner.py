@@ -119,19 +119,13 @@ class Runner:
         run, r = self.session, self.session.result
         run.note("reading the log", note=f"who wrote the {len(duplicates)} duplicates")
         parts = run.admin.list_topics(r.topic, timeout=15).topics[r.topic].partitions
-        found: dict[tuple[int, int], forensics.Writer] = {}
-        for p in sorted({p for at in duplicates.values() for p, _o in at}):
-            offsets = [o for at in duplicates.values() for q, o in at if q == p]
-            host = run.brokers.get(parts[p].leader) if p in parts else None
-            if host is None:
-                r.writers_unknown = f"partition {p} has no leader to read the log from"
-                continue
-            try:
-                writers = forensics.read_writers(run.cluster, host, r.topic, p, offsets)
-            except KafkalabError as exc:
-                r.writers_unknown = str(exc)
-                continue
-            found.update({(p, o): w for o, w in writers.items()})
+        found, unread = forensics.read_all(
+            run.cluster,
+            r.topic,
+            [pos for at in duplicates.values() for pos in at],
+            lambda p: run.brokers.get(parts[p].leader) if p in parts else None,
+        )
+        r.writers_unknown = "; ".join(unread)
         r.duplicate_writers = {i: [found.get(pos) for pos in at] for i, at in duplicates.items()}
 
 

@@ -36,19 +36,22 @@ _LOG_DIR = (
     'd=$(systemctl show -p Environment "$u" 2>/dev/null '
     "| grep -o 'LOG_DIR=[^ \"]*' | cut -d= -f2); "
 )
-# A broker's start (ZooKeeper mode; KRaft mode), then the death of its AlterPartition thread.
+# Read newest line first: a broker's start (ZooKeeper mode; KRaft mode) says its thread lives,
+# the death of its AlterPartition thread says it died; the first of the two found decides.
 _DIED_SINCE_START = (
-    r"/starting \(kafka\.server\.KafkaServer\)|\] Transition from SHUTDOWN to STARTING/ "
-    "{ died = 0 } "
-    'index($0, "to-controller-alter-partition-channel-manager]: Error due to") { died = 1 } '
-    'END { print (died ? "died" : "alive") }'
+    r"/starting \(kafka\.server\.KafkaServer\)|] Transition from SHUTDOWN to STARTING/ "
+    '{ print "alive"; seen = 1; exit } '
+    'index($0, "to-controller-alter-partition-channel-manager]: Error due to") '
+    '{ print "died"; seen = 1; exit } '
+    'END { if (!seen) print "alive" }'
 )
-# On a broker's machine: "died" or "alive", for the AlterPartition thread of its running Kafka.
+# On a broker's machine: "died" or "alive", for the AlterPartition thread of its running Kafka:
+# server.log, then the hourly files before it, each read backwards, until one of those lines.
 ISR_THREAD_SCRIPT = (
     "u=kafka; "
     + _LOG_DIR
-    + 'last=$(ls "$d"/server.log.* 2>/dev/null | sort | tail -n 1); '
-    + 'cat $last "$d"/server.log 2>/dev/null | awk '
+    + 'for f in "$d"/server.log $(ls "$d"/server.log.* 2>/dev/null | sort -r); '
+    + 'do tac "$f" 2>/dev/null; done | awk '
     + shlex.quote(_DIED_SINCE_START)
 )
 
@@ -212,24 +215,28 @@ class LabContext:
             '"$d"/server.log "$d"/controller.log "$d"/state-change.log 2>/dev/null; '
             "done | sort | tail -n 500"
         )
-        running = {m.name for m in self.cluster.machines() if m.running()}
-        hosts = sorted({h for h in self.brokers.values() if h in running})
+        hosts = sorted(set(self.brokers.values()) & self.running())
         said = self.sh_each(hosts, script, 30, lenient=True)
         return {h: collapse(text.splitlines())[-lines:] for h, text in said.items()}
 
     def isr_changes_stopped(self, hosts: list[str]) -> set[str]:
         """The machines among `hosts` whose running broker can change no ISR any more: the
         thread that sends its ISR changes to the controller (AlterPartition) died since
-        that broker started, as its server.log says (this hour's and the last hour's)."""
-        running = {m.name for m in self.cluster.machines() if m.running()}
-        said = self.sh_each(sorted(set(hosts) & running), ISR_THREAD_SCRIPT, 15, lenient=True)
+        that broker started, as its server.log (and the hourly files before it) says."""
+        said = self.sh_each(
+            sorted(set(hosts) & self.running()), ISR_THREAD_SCRIPT, 15, lenient=True
+        )
         return {h for h, out in said.items() if out.strip() == "died"}
+
+    def running(self) -> set[str]:
+        """The lab's machines that run."""
+        return {m.name for m in self.cluster.machines() if m.running()}
 
     def tool_host(self) -> str:
         """A machine to run tools on: the lab's host, or a broker whose Kafka is up."""
         live = self.live_brokers()
         hosts = [self.lab.spec.host] + [self.brokers[i] for i in sorted(live) if i in self.brokers]
-        running = {m.name for m in self.cluster.machines() if m.running()}
+        running = self.running()
         for h in hosts:
             if h in running:
                 return h

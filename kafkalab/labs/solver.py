@@ -229,7 +229,10 @@ class Solver:
         """What a learner types when a wait shows a problem with a known remedy."""
         render.detail(f"(not waiting for it to pass by itself: {remedy.why})", "yellow")
         render.command(remedy.host, remedy.command)
-        done = self.ctx.sh(remedy.host, remedy.command, timeout=180)
+        try:
+            done = self.ctx.sh(remedy.host, remedy.command, timeout=180)
+        except subprocess.TimeoutExpired:
+            raise KafkalabError(f"{remedy.command!r} on {remedy.host} took over 180s") from None
         render.output(done.stdout + done.stderr)
         if done.returncode != 0:
             code = done.returncode

@@ -11,10 +11,9 @@ from typing import Any
 
 from pydantic import Field
 
-from kafkalab.errors import KafkalabError
 from kafkalab.failover import forensics
 from kafkalab.kafka.topics import Consumed
-from kafkalab.labs.checks.base import Params, Remedy, Verdict, existing_topic, kind
+from kafkalab.labs.checks.base import Params, Remedy, Unmet, Verdict, existing_topic, kind
 from kafkalab.labs.context import LabContext
 from kafkalab.render import plural
 
@@ -48,9 +47,10 @@ class TopicOnly(Params):
 # takes over, one can register a metric on a sensor the other has just removed. The metric
 # stays, and the next rebuild of that channel (the controller back on ZooKeeper) fails on it.
 ISR_THREAD_DIES = (
-    "Kafka 3.9 does at random in a broker still in migration mode when the controller "
-    "moves from KRaft back to ZooKeeper (labs/16-migration-rollback/README.md)"
+    "Kafka 3.9 does at random when a broker's controller moves between KRaft and ZooKeeper "
+    "(a migration's rollback: labs/16-migration-rollback/README.md, step 4)"
 )
+RESTART = "sudo systemctl restart kafka"
 
 
 @kind(
@@ -78,8 +78,8 @@ def isr_full(ctx: LabContext, p: TopicOnly) -> Verdict:
             "'to-controller-alter-partition-channel-manager]: Error due to'), which "
             f"{ISR_THREAD_DIES}"
         )
-        v.problems.append(f"{why}: restart it (sudo systemctl restart kafka on {host})")
-        v.remedies.append(Remedy(host, "sudo systemctl restart kafka", why))
+        v.problems.append(f"{why}: restart it ({RESTART} on {host})")
+        v.remedies.append(Remedy(host, RESTART, why))
     return v
 
 
@@ -159,21 +159,18 @@ def _who_wrote(ctx: LabContext, topic: str, copies: list[Consumed]) -> list[str]
     for c in copies:
         by_record.setdefault(c.text, []).append(c)
     shown = dict(list(by_record.items())[:5])
-    leaders = {part.id: part.leader for part in existing_topic(ctx, topic).partitions.values()}
-    writers: dict[tuple[int, int], forensics.Writer] = {}
-    unread: list[str] = []
-    for part in sorted({c.partition for cs in shown.values() for c in cs}):
-        leader = leaders.get(part)
-        if leader is None or leader < 0:
-            unread.append(f"partition {part} has no leader to read its log from")
-            continue
-        offsets = [c.offset for cs in shown.values() for c in cs if c.partition == part]
-        try:
-            found = forensics.read_writers(ctx.cluster, ctx.host_of(leader), topic, part, offsets)
-        except KafkalabError as exc:
-            unread.append(str(exc))
-            continue
-        writers.update({(part, o): w for o, w in found.items()})
+    try:
+        parts = existing_topic(ctx, topic).partitions
+    except Unmet as exc:
+        return [f"who wrote them is not known: {exc}"]
+
+    def leader_host(partition: int) -> str | None:
+        part = parts.get(partition)
+        ok = part is not None and part.leader is not None and part.leader >= 0
+        return ctx.host_of(part.leader) if ok else None
+
+    positions = [(c.partition, c.offset) for cs in shown.values() for c in cs]
+    writers, unread = forensics.read_all(ctx.cluster, topic, positions, leader_host)
     lines = []
     for text, cs in shown.items():
         ws = [writers.get((c.partition, c.offset)) for c in cs]

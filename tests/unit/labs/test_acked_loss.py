@@ -94,3 +94,15 @@ def test_only_five_duplicated_records_are_read_and_the_rest_counted(tmp_path, du
     assert v.facts[0] == "acknowledged 7, lost 0, duplicates 7"
     assert len(v.facts) == 7 and v.facts[-1] == "... and 2 more duplicated records"
     assert dumps.calls == [("kafka1", 0, list(range(10)))]
+
+
+def test_a_log_that_cannot_be_read_leaves_the_check_passing_and_says_why(tmp_path, monkeypatch):
+    def read(*_args):
+        raise OSError("ssh: kafka3 is gone")
+
+    monkeypatch.setattr(forensics, "read_writers", read)
+    records = [consumed(2, 7, "r-0"), consumed(2, 9, "r-0")]
+    v = no_acked_loss(context(tmp_path, ["r-0"], records, {2: 3}), PARAMS)  # type: ignore[arg-type]
+    assert v.ok
+    assert v.facts[-1] == "ssh: kafka3 is gone"
+    assert v.facts[1].endswith("unknown (writers not read from the log)")

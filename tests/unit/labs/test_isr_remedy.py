@@ -38,7 +38,8 @@ def run_script(tmp_path: Path, files: dict[str, list[str]]) -> str:
     for name, lines in files.items():
         (logs / name).write_text("".join(f"{ln}\n" for ln in lines))
     fake = bin_dir / "systemctl"
-    fake.write_text(f"#!/bin/sh\necho 'Environment=KAFKA_HEAP_OPTS=-Xmx1g LOG_DIR={logs}'\n")
+    said = f'Environment="KAFKA_HEAP_OPTS=-Xmx1g -Xms1g" LOG_DIR={logs}'  # as systemd prints it
+    fake.write_text(f"#!/bin/sh\necho '{said}'\n")
     fake.chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
     return subprocess.run(
@@ -55,7 +56,7 @@ def run_script(tmp_path: Path, files: dict[str, list[str]]) -> str:
         ({"server.log": [STARTED_ZK, DIED, STARTED_KRAFT]}, "alive"),
         # died in the last hour's file, nothing since in this hour's
         ({"server.log.2026-11-27-06": [STARTED_ZK, DIED], "server.log": [OTHER]}, "died"),
-        # an older hour's death is not read: the broker started again in the last hour
+        # an older hour's death, the broker started again since
         (
             {
                 "server.log.2026-11-27-05": [DIED],
@@ -63,6 +64,16 @@ def run_script(tmp_path: Path, files: dict[str, list[str]]) -> str:
                 "server.log": [OTHER],
             },
             "alive",
+        ),
+        # a death hours ago, with no start since: still dead
+        (
+            {
+                "server.log.2026-11-27-04": [STARTED_ZK, DIED],
+                "server.log.2026-11-27-05": [OTHER],
+                "server.log.2026-11-27-06": [OTHER],
+                "server.log": [OTHER],
+            },
+            "died",
         ),
         ({}, "alive"),  # no log at all
     ],
