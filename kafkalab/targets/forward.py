@@ -183,13 +183,27 @@ def start(state: Path, ns: str, forwards: list[Forward]) -> dict[str, Any]:
     try:
         line = _first_line(proc, START_TIMEOUT)
     except BaseException:
-        stop(state)
+        _halt(state, proc)
         raise
     if line != "ready":
-        stop(state)
-        proc.wait()
+        _halt(state, proc)
         raise KafkalabError(line or f"the port forwarder did not start: see {log}")
     return record
+
+
+def _halt(state: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Stop a forwarder `start` has just launched, by its handle: not through `running`,
+    whose look at /proc/<pid>/cmdline can read an empty one for a few ms after Popen
+    returns (the kernel closes the exec pipe before it sets up the new argv), and then
+    takes the forwarder for another process. An unreaped child's PID is never reused."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.terminate()
+    try:
+        proc.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    _pid_file(state).unlink(missing_ok=True)
 
 
 def _first_line(proc: subprocess.Popen[bytes], timeout: float) -> str:
@@ -226,6 +240,8 @@ def stop(state: Path) -> int | None:
     if Path(f"/proc/{pid}").exists():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)  # ours (this process started it): reaped, not left a zombie
     return pid
 
 
