@@ -37,6 +37,7 @@ CONNECTION = (
     "ansible_host",
     "ansible_port",
     "ansible_user",
+    "kafkalab_login_user",
     "ansible_ssh_private_key_file",
     "ansible_ssh_common_args",
     "ansible_ssh_extra_args",

@@ -29,7 +29,7 @@ from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
 from kafkalab.targets import boot, forward, image, netns, provision, share, ssh, statedir
 from kafkalab.targets.cluster import InventoryCluster
-from kafkalab.targets.machines import EmbeddedMachine, stop_all, wait_ssh
+from kafkalab.targets.machines import EmbeddedMachine, stop_all
 from kafkalab.topology import Topology, downgrade_refusal
 
 # Settings that cannot change under an existing cluster without losing its data.
@@ -249,7 +249,7 @@ class EmbeddedCluster(InventoryCluster):
             start(chosen)
 
         boot.ensure_clean(machines, reboot, leave, progress)
-        wait_ssh(self.ns, machines, login=self._login_probe)
+        ssh.wait_ssh(self.ns, machines, login=self._login_probe)
 
     def _serves(
         self, m: EmbeddedMachine, state: boot.BootState, progress: Callable[[str], None]

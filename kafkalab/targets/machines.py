@@ -12,11 +12,10 @@ import contextlib
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,6 +160,16 @@ class EmbeddedMachine:
             mode=0o600,
             owner=(VAGRANT_UID, VAGRANT_UID),
             dir_owner=(VAGRANT_UID, VAGRANT_UID),
+        )
+        # Ansible logs in as root (ssh.ansible_vars says why); people and labs as vagrant.
+        rootfs.write_text(
+            self.root,
+            "root/.ssh/authorized_keys",
+            pubkey.strip() + "\n",
+            mode=0o600,
+            owner=(0, 0),
+            dir_owner=(0, 0),
+            dir_mode=0o700,
         )
 
     @property
@@ -314,71 +323,3 @@ def _wait_gone(pid: int, timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
-
-
-def wait_ssh(
-    ns: str,
-    machines: list[EmbeddedMachine],
-    timeout: float = 120,
-    tick: Callable[[str], None] | None = None,
-    login: Callable[[EmbeddedMachine], list[str]] | None = None,
-) -> None:
-    """Wait until every machine's sshd answers with its banner, from inside the cluster, and
-    then, with `login` (an ssh command that runs `true`), until a login succeeds.
-
-    A banner alone is not enough: while a machine boots, sshd already answers but PAM
-    still refuses unprivileged users (/run/nologin until systemd-user-sessions has run),
-    and such an ssh exits 255 with nothing on the terminal. Refused logins are written to
-    the machine's ssh-probe.log."""
-
-    def banner(m: EmbeddedMachine) -> bool:
-        try:
-            with socket.create_connection((m.address, 22), timeout=1) as sock:
-                sock.settimeout(2)
-                return sock.recv(4).startswith(b"SSH")
-        except OSError:
-            return False
-
-    def logged_in(m: EmbeddedMachine) -> bool:
-        if login is None:
-            return True
-        try:
-            proc = subprocess.run(login(m), capture_output=True, text=True, timeout=20)
-        except subprocess.TimeoutExpired:
-            return False
-        if proc.returncode != 0:
-            with (m.home / "ssh-probe.log").open("a") as log:
-                log.write(f"{time.strftime('%H:%M:%S')} exit {proc.returncode}: ")
-                log.write((proc.stderr.strip() or "(no message)") + "\n")
-        return proc.returncode == 0
-
-    def probe() -> None:
-        pending = {m.name: m for m in machines}
-        answered: set[str] = set()
-        deadline = time.monotonic() + timeout
-        while pending:
-            for name, m in list(pending.items()):
-                if not m.running():
-                    log = m.home / "console.log"
-                    raise KafkalabError(f"machine {name} stopped while booting; see {log}")
-                if name not in answered and banner(m):
-                    answered.add(name)
-                if name in answered and logged_in(m):
-                    del pending[name]
-                    if tick:
-                        tick(name)
-            if pending and time.monotonic() > deadline:
-                refused = [n for n in pending if n in answered]
-                why = (
-                    f" (sshd answers but refuses the login on {', '.join(refused)}: see "
-                    "ssh-probe.log in their machine directories)"
-                    if refused
-                    else ""
-                )
-                raise KafkalabError(
-                    f"machines not reachable over ssh after {timeout:.0f}s: "
-                    f"{', '.join(pending)}{why}"
-                )
-            time.sleep(0.3)
-
-    netns.run_in(ns, probe)

@@ -96,17 +96,19 @@ def write_text(
     mode: int = 0o644,
     owner: tuple[int, int] | None = None,
     dir_owner: tuple[int, int] | None = None,
+    dir_mode: int | None = None,
 ) -> bool:
     """Put `text` at root/rel (a regular file with `mode` and `owner`), replacing whatever
-    is there, a link included, without following it. `dir_owner` also chowns the file's
-    directory (through its descriptor). Returns True when anything changed."""
+    is there, a link included, without following it. `dir_owner` and `dir_mode` also set
+    the file's directory's (through its descriptor). Returns True when anything changed."""
     *dirs, name = _parts(rel)
     data = text.encode()
     with _directory(root, dirs, create=True) as dfd:
-        if dir_owner is not None:
-            st = os.fstat(dfd)
-            if (st.st_uid, st.st_gid) != dir_owner:
-                os.fchown(dfd, *dir_owner)
+        st = os.fstat(dfd)
+        if dir_owner is not None and (st.st_uid, st.st_gid) != dir_owner:
+            os.fchown(dfd, *dir_owner)
+        if dir_mode is not None and stat.S_IMODE(st.st_mode) != dir_mode:
+            os.fchmod(dfd, dir_mode)
         if _same(dfd, name, mode, owner, lambda f: f.read(len(data) + 1) == data):
             return False
         _put(dfd, name, mode, owner, lambda f: f.write(data))

@@ -208,6 +208,8 @@ def test_the_embedded_cluster_reaches_its_machines_through_its_inventory(
     assert argv[argv.index("-i") + 1] == str(lab.key)
     control = [a for a in argv if a.startswith("ControlPath=")]
     assert control[0] == f"ControlPath={ssh.control_dir(lab.state)}/%C"  # Ansible's, first
+    # Ansible logs in as root (no sudo hop), a person and kafkalab's own ssh as vagrant
+    assert data["all"]["vars"]["ansible_user"] == "root"
     assert argv[argv.index("--") - 1] == "vagrant@10.77.0.12"
     assert remote_words(argv) == ["kafka-topics.sh", "--list"]
     assert lab.describe()["target"] == "embedded" and lab.name == "kltestemb"

@@ -1,4 +1,4 @@
-"""machines.wait_ssh: a banner is not a login. A machine whose sshd answers but refuses
+"""ssh.wait_ssh: a banner is not a login. A machine whose sshd answers but refuses
 the login (a booting machine's /run/nologin) is waited for, and each refusal is logged."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import machines
+from kafkalab.targets import machines, ssh
 
 
 class FakeMachine:
-    def __init__(self, home: Path) -> None:
-        self.name, self.address, self.home = "kafka1", "10.77.0.11", home
+    def __init__(self, home: Path, name: str = "kafka1") -> None:
+        self.name, self.address, self.home = name, "10.77.0.11", home
 
     def running(self) -> bool:
         return True
@@ -51,9 +51,7 @@ def test_refused_logins_are_retried_and_logged(tmp_path: Path) -> None:
         '[ "$n" -ge 2 ] || { echo "Connection closed by 10.77.0.11 port 22" >&2; exit 255; }'
     )
     done: list[str] = []
-    machines.wait_ssh(
-        "ns", [m], timeout=30, tick=done.append, login=lambda _m: ["sh", "-c", script]
-    )  # type: ignore[list-item]
+    ssh.wait_ssh("ns", [m], timeout=30, tick=done.append, login=lambda _m: ["sh", "-c", script])  # type: ignore[list-item]
     assert done == ["kafka1"]
     log = (tmp_path / "ssh-probe.log").read_text().splitlines()
     assert len(log) == 2 and all("exit 255: Connection closed" in line for line in log)
@@ -62,7 +60,25 @@ def test_refused_logins_are_retried_and_logged(tmp_path: Path) -> None:
 def test_a_login_never_allowed_names_the_machine_and_the_log(tmp_path: Path) -> None:
     m: Any = FakeMachine(tmp_path)
     with pytest.raises(KafkalabError, match=r"refuses the login on kafka1: see ssh-probe\.log"):
-        machines.wait_ssh("ns", [m], timeout=0, login=lambda _m: ["false"])
+        ssh.wait_ssh("ns", [m], timeout=0, login=lambda _m: ["false"])
+
+
+def test_the_machines_logins_are_tried_at_once(tmp_path: Path) -> None:
+    """Each machine's login waits until the other machines' logins have started: tried in
+    turn, the first would give up (exit 1) and wait_ssh, given no time, fail."""
+    ms: list[Any] = [FakeMachine(tmp_path, f"kafka{i}") for i in (1, 2, 3)]
+
+    def login(m: FakeMachine) -> list[str]:
+        return [
+            "sh",
+            "-c",
+            f"touch {tmp_path}/{m.name}.started; for _ in $(seq 50); do "
+            f"[ $(ls {tmp_path} | grep -c started) = 3 ] && exit 0; sleep 0.1; done; exit 1",
+        ]
+
+    done: list[str] = []
+    ssh.wait_ssh("ns", ms, timeout=0, tick=done.append, login=login)  # type: ignore[arg-type]
+    assert done == ["kafka1", "kafka2", "kafka3"]
 
 
 def test_a_machine_notes_the_artifact_dir_it_shares_and_forgets_a_replaced_one(

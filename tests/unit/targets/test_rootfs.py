@@ -52,6 +52,17 @@ def test_a_file_link_is_replaced_not_followed(machine: tuple[Path, Path]) -> Non
     assert keys.stat().st_uid == 1000 and (root / "home/vagrant/.ssh").stat().st_uid == 1000
 
 
+def test_a_new_directory_gets_the_mode_asked_for(machine: tuple[Path, Path]) -> None:
+    root, _ = machine
+    assert rootfs.write_text(root, "root/.ssh/authorized_keys", "k\n", mode=0o600, dir_mode=0o700)
+    assert (root / "root/.ssh").stat().st_mode & 0o7777 == 0o700
+    (root / "root/.ssh").chmod(0o777)  # the machine opened it up: put back, the file kept
+    assert not rootfs.write_text(
+        root, "root/.ssh/authorized_keys", "k\n", mode=0o600, dir_mode=0o700
+    )
+    assert (root / "root/.ssh").stat().st_mode & 0o7777 == 0o700
+
+
 def test_a_directory_link_is_refused(machine: tuple[Path, Path], tmp_path: Path) -> None:
     root, _ = machine
     outside = tmp_path / "host-etc"
