@@ -109,6 +109,19 @@ def test_kafka_tools_on_path(host, hostvars):
     assert var(host, "kafka_version", "") in out.stdout
 
 
+def test_the_tools_map_their_class_archive(host, hostvars):
+    """The tools start with the release's class archive (AppCDS), whether the host made it or
+    got one machine's copy: with -Xshare:on a JVM the archive does not fit fails to start."""
+    if not {"kafka_broker", "kafka_controller", "zookeeper"} & set(hostvars["group_names"]):
+        pytest.skip("no Kafka installation on this host in this topology")
+    out = host.run(
+        'bash -lc \'KAFKA_JVM_PERFORMANCE_OPTS="$KAFKA_JVM_PERFORMANCE_OPTS -Xshare:on" '
+        "kafka-topics.sh --version'"
+    )
+    assert out.rc == 0, out.stdout + out.stderr
+    assert "SharedArchiveFile" in host.run("bash -lc 'echo $KAFKA_JVM_PERFORMANCE_OPTS'").stdout
+
+
 def test_node_id_everywhere(host, hostvars):
     if "kafka_node_id" not in hostvars:
         pytest.skip("no Kafka on this host")
