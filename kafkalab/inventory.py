@@ -36,8 +36,7 @@ def build(
 ) -> dict[str, Any]:
     """Inventory data: `connection` holds per-target settings (user, key, ssh args);
     `address_of` maps a host to how Ansible reaches it when that is not its lab address;
-    `archives` maps a role's path variable to its path on the controller (an archive in
-    the cache, e.g. spark_archive, or kafka_tools_cds_share_dir);
+    `archives` maps a role's archive variable (e.g. spark_archive) to its file in the cache;
     `host_listener`: each broker gets a PLAINTEXT_HOST listener advertised as
     localhost:<its host port> (the embedded lab, whose ports kafkalab forwards)."""
     address_of = address_of or {}

@@ -192,10 +192,13 @@ class EmbeddedCluster(InventoryCluster):
         self._save(topo)
         shared = share.fill(self.state / "share", {"kafka_archive": archive, **extra_archives})
         self._boot(machines, base, topo, progress)
-        paths = {**extra_archives, **share.on_host(shared, self.state / "share", machines)}
-        paths["kafka_tools_cds_share_dir"] = self.state / "cds"  # one machine makes the JSA
-        conn = ssh.ansible_vars(self.key, self.control_dir)
-        data = inventory.build(topo, conn, archive, archives=paths, host_listener=True)
+        data = inventory.build(
+            topo,
+            ssh.ansible_vars(self.key, self.control_dir),
+            archive,
+            archives={**extra_archives, **share.on_host(shared, self.state / "share", machines)},
+            host_listener=True,
+        )
         inventory.write(data, self.inventory_path)
         self._hosts = None  # read again: the inventory may have changed
         if not provision_hosts:
