@@ -177,10 +177,10 @@ def start(state: Path, ns: str, forwards: list[Forward]) -> dict[str, Any]:
             stderr=err,
             start_new_session=True,  # outlives `kafkalab up`; a Ctrl-C there leaves it be
         )
-    # Recorded before anything can interrupt the wait below, so `down` always finds it.
-    record = {"pid": proc.pid, "started": _started(proc.pid), "ns": ns, "forwards": wanted}
-    _pid_file(state).write_text(json.dumps(record) + "\n")
-    try:
+    try:  # from here on an error or Ctrl-C stops it (its own session: Ctrl-C misses it)
+        # Recorded before the wait below, so a `down` while it waits finds it.
+        record = {"pid": proc.pid, "started": _started(proc.pid), "ns": ns, "forwards": wanted}
+        _pid_file(state).write_text(json.dumps(record) + "\n")
         line = _first_line(proc, START_TIMEOUT)
     except BaseException:
         _halt(state, proc)
@@ -196,6 +196,8 @@ def _halt(state: Path, proc: subprocess.Popen[bytes]) -> None:
     whose look at /proc/<pid>/cmdline can read an empty one for a few ms after Popen
     returns (the kernel closes the exec pipe before it sets up the new argv), and then
     takes the forwarder for another process. An unreaped child's PID is never reused."""
+    if proc.stdout is not None:
+        proc.stdout.close()
     with contextlib.suppress(ProcessLookupError):
         proc.terminate()
     try:

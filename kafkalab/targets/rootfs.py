@@ -100,7 +100,7 @@ def write_text(
 ) -> bool:
     """Put `text` at root/rel (a regular file with `mode` and `owner`), replacing whatever
     is there, a link included, without following it. `dir_owner` and `dir_mode` also set
-    the file's directory's (through its descriptor). Returns True when anything changed."""
+    the file's directory's (through its descriptor). Returns True when the file was written."""
     *dirs, name = _parts(rel)
     data = text.encode()
     with _directory(root, dirs, create=True) as dfd:

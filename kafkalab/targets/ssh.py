@@ -27,6 +27,8 @@ from kafkalab.targets import netns
 # value it is given): quiet, bounded waits.
 QUIET = "-o LogLevel=ERROR -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
 SSH_ARGS = f"-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null {QUIET}"
+# Seconds one login of the boot wait may take (a handshake and `true`).
+LOGIN_TIMEOUT = 20.0
 # ansible/ansible.cfg says host_key_checking = False: kafkalab's own ssh does as its Ansible.
 HOST_KEYS = "-o StrictHostKeyChecking=no"
 
@@ -159,33 +161,37 @@ def wait_ssh(
 
     def logged_in(chosen: list[BootingMachine]) -> set[str]:
         """The machines of `chosen` that let a login in: one ssh each, all at once (each
-        login is a whole ssh handshake; in turn, three cost about a second)."""
+        login is a whole ssh handshake; in turn, three cost about a second). Each gets
+        LOGIN_TIMEOUT from its start; one that hangs does not shorten the others'."""
         if login is None:
             return {m.name for m in chosen}
-        procs = {
-            m.name: (
-                m,
-                subprocess.Popen(
-                    login(m), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-                ),
-            )
-            for m in chosen
-        }
-        deadline = time.monotonic() + 20
+        procs: list[tuple[BootingMachine, subprocess.Popen[str]]] = []
         ok: set[str] = set()
-        for name, (m, proc) in procs.items():
-            try:
-                _, err = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                continue
-            if proc.returncode == 0:
-                ok.add(name)
-                continue
-            with (m.home / "ssh-probe.log").open("a") as log:
-                log.write(f"{time.strftime('%H:%M:%S')} exit {proc.returncode}: ")
-                log.write((err.strip() or "(no message)") + "\n")
+        try:
+            for m in chosen:
+                out, err_ = subprocess.DEVNULL, subprocess.PIPE
+                procs.append((m, subprocess.Popen(login(m), stdout=out, stderr=err_, text=True)))
+            deadline = time.monotonic() + LOGIN_TIMEOUT
+            for m, proc in procs:
+                try:
+                    # a floor: one that already ended is read even after another's hang
+                    _, err = proc.communicate(timeout=max(0.5, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+                    said = f"no answer within {LOGIN_TIMEOUT:.0f}s"
+                else:
+                    if proc.returncode == 0:
+                        ok.add(m.name)
+                        continue
+                    said = f"exit {proc.returncode}: {err.strip() or '(no message)'}"
+                with (m.home / "ssh-probe.log").open("a") as log:
+                    log.write(f"{time.strftime('%H:%M:%S')} {said}\n")
+        finally:  # an error or Ctrl-C part way: no probe left running
+            for _, proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
         return ok
 
     def probe() -> None:

@@ -110,8 +110,8 @@ def test_kafka_tools_on_path(host, hostvars):
 
 
 def test_the_tools_map_their_class_archive(host, hostvars):
-    """The tools start with the release's class archive (AppCDS), whether the host made it or
-    got one machine's copy: with -Xshare:on a JVM the archive does not fit fails to start."""
+    """The tools start with the release's class archive (AppCDS) the host made: with
+    -Xshare:on a JVM the archive does not fit (a jar changed since) fails to start."""
     if not {"kafka_broker", "kafka_controller", "zookeeper"} & set(hostvars["group_names"]):
         pytest.skip("no Kafka installation on this host in this topology")
     out = host.run(

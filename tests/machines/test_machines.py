@@ -186,8 +186,15 @@ def test_host_writes_never_follow_a_machines_links(lab: None, tmp_path: Path) ->
     kafkalab("exec", "kafka1", "--", "ln", "-sf", str(secret), "/home/vagrant/.ssh/authorized_keys")
     assert in_machine("kafka1", "ln", "-sf", str(hosts), "/etc/hosts").returncode == 0
     assert in_machine("kafka1", "test", "-L", "/home/vagrant/.ssh/authorized_keys").returncode == 0
+    # root's keys (Ansible logs in as root) as the machine's root could link them
+    root_keys = tmp_path / "host-root-keys"
+    root_keys.write_text("ssh-ed25519 AAAA the-host-owner\n")
+    link = in_machine("kafka1", "ln", "-sf", str(root_keys), "/root/.ssh/authorized_keys")
+    assert link.returncode == 0
     kafkalab("up", "--no-provision")
     assert secret.read_text() == "root:do-not-touch\n"
+    assert root_keys.read_text() == "ssh-ed25519 AAAA the-host-owner\n"
+    assert in_machine("kafka1", "test", "-L", "/root/.ssh/authorized_keys").returncode == 1
     st = secret.stat()
     assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o640, os.getuid(), os.getgid())
     assert hosts.read_text() == "127.0.0.1 the-host\n"
