@@ -30,7 +30,9 @@ note "make test, stream 1 of 2: the tiers on the session labs, beside ${SIDE[*]}
 ignore=()
 for tier in "${SIDE[@]}" tests/vm; do ignore+=("--ignore=$tier"); done
 # No cache plugin in the side run: two pytest sessions would write one .pytest_cache.
-"${PYTEST[@]}" -p no:cacheprovider "${SIDE[@]}" "$@" >"$side_log" 2>&1 &
+# `trap - INT`: bash starts a background command with SIGINT ignored, and a pytest that
+# ignores it would go on (and keep its labs) after a Ctrl-C stopped the rest of make test.
+( trap - INT; exec "${PYTEST[@]}" -p no:cacheprovider "${SIDE[@]}" "$@" ) >"$side_log" 2>&1 &
 side=$!
 "${PYTEST[@]}" tests "${ignore[@]}" "$@"
 keep $?

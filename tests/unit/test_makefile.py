@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -102,6 +103,7 @@ def fake_suite(tmp_path: Path, codes: dict[str, int]) -> tuple[Path, Path]:
         copy / ".venv" / "bin",
         "pytest",
         f"""echo "start $*" >> {log}
+grep SigIgn /proc/$$/status >> {log}.sigint
 code=0
 case " $* " in
 {cases}
@@ -147,3 +149,13 @@ def test_make_test_fails_when_any_run_fails_and_still_runs_the_others(
     assert len(log.read_text().splitlines()) == 6  # three runs, each started and ended
     shown = [line for line in done.stdout.splitlines() if line.startswith("pytest of ")]
     assert len(shown) == 1 and f" {failing} " in f"{shown[0]} ", done.stdout  # its output too
+
+
+def test_ctrl_c_reaches_every_pytest_run(tmp_path: Path) -> None:
+    """No run starts with SIGINT ignored (bash's default for a background command): a
+    Ctrl-C on make test stops the side tiers too, and their labs are taken down."""
+    script, log = fake_suite(tmp_path, {})
+    done = subprocess.run([str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ignored = [int(line.split()[1], 16) for line in Path(f"{log}.sigint").read_text().splitlines()]
+    assert len(ignored) == 3 and not [m for m in ignored if m & (1 << (signal.SIGINT - 1))]
