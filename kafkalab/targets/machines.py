@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalab.errors import KafkalabError
-from kafkalab.targets import netns, rootfs, share
+from kafkalab.targets import netns, rootfs, share, ssh
 
 # After `ip netns exec` remounts /sys, the cgroup mounts are gone; PID 1 here is
 # not systemd, so nspawn neither registers nor makes its own scope. So the launcher
@@ -68,7 +68,7 @@ done
 """
 )
 
-VAGRANT_UID = 1000  # the base image's vagrant user (images/debian-base.yml)
+VAGRANT_UID = 1000  # the base image's vagrant user, ssh.LOGIN_USER (images/debian-base.yml)
 
 NETWORK_UNIT = """[Match]
 Name={link}
@@ -155,13 +155,13 @@ class EmbeddedMachine:
         rootfs.write_text(self.root, "etc/hosts", "\n".join(kept) + "\n")
         rootfs.write_text(
             self.root,
-            "home/vagrant/.ssh/authorized_keys",
+            f"home/{ssh.LOGIN_USER}/.ssh/authorized_keys",
             pubkey.strip() + "\n",
             mode=0o600,
             owner=(VAGRANT_UID, VAGRANT_UID),
             dir_owner=(VAGRANT_UID, VAGRANT_UID),
         )
-        # Ansible logs in as root (ssh.ansible_vars says why); people and labs as vagrant.
+        # Ansible logs in as root (ssh.ansible_vars says why); people and labs as LOGIN_USER.
         rootfs.write_text(
             self.root,
             "root/.ssh/authorized_keys",

@@ -27,6 +27,9 @@ from kafkalab.targets import netns
 # value it is given): quiet, bounded waits.
 QUIET = "-o LogLevel=ERROR -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
 SSH_ARGS = f"-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null {QUIET}"
+# The user people, labs and kafkalab's own ssh log in as on the embedded machines (the base
+# image's; machines.VAGRANT_UID is its uid). Ansible logs in as root (ansible_vars).
+LOGIN_USER = "vagrant"
 # Seconds one login of the boot wait may take (a handshake and `true`).
 LOGIN_TIMEOUT = 20.0
 # ansible/ansible.cfg says host_key_checking = False: kafkalab's own ssh does as its Ansible.
@@ -62,7 +65,7 @@ def ansible_vars(key: Path, sockets: Path) -> dict[str, Any]:
     user a person has."""
     return {
         "ansible_user": "root",
-        "kafkalab_login_user": "vagrant",
+        "kafkalab_login_user": LOGIN_USER,
         "ansible_become": True,
         "ansible_ssh_private_key_file": str(key),
         "ansible_ssh_common_args": f"{SSH_ARGS} -o ControlPath={sockets}/%C",
@@ -96,11 +99,11 @@ def from_vars(
 
 
 def login_probe(ns: str, key: Path, address: str) -> list[str]:
-    """One ssh login as vagrant that runs `true`, outside the shared connections (it
+    """One ssh login as LOGIN_USER that runs `true`, outside the shared connections (it
     must not leave a master behind) and with ssh's own messages kept."""
     cmd = ["ssh", *SSH_ARGS.replace("LogLevel=ERROR", "LogLevel=INFO").split()]
     cmd += ["-i", str(key), "-o", "ControlPath=none", "-o", "BatchMode=yes", "-T"]
-    return netns.wrap(ns, [*cmd, f"vagrant@{address}", "true"])
+    return netns.wrap(ns, [*cmd, f"{LOGIN_USER}@{address}", "true"])
 
 
 def forget_connections(sockets: Path) -> None:
