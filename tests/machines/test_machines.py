@@ -123,6 +123,25 @@ def test_each_machine_has_its_own_cgroup(lab: None) -> None:
     assert seen["kafka1"] != seen["kafka2"]
 
 
+def test_each_machine_made_its_own_host_key(lab: None) -> None:
+    """One Ed25519 host key per machine, made at its first boot (not in the image), and
+    sshd offers it; no RSA key (ssh-keygen -A's took seconds of a boot's CPU)."""
+    keys = {}
+    for name in ("kafka1", "kafka2"):
+        listing = in_machine(name, "ls", "/etc/ssh").stdout.split()
+        assert [f for f in listing if f.startswith("ssh_host_")] == [
+            "ssh_host_ed25519_key",
+            "ssh_host_ed25519_key.pub",
+        ]
+        offered = in_machine(name, "sshd", "-T").stdout.splitlines()
+        assert [ln for ln in offered if ln.startswith("hostkey ")] == [
+            "hostkey /etc/ssh/ssh_host_ed25519_key"
+        ]
+        keys[name] = in_machine(name, "cat", "/etc/ssh/ssh_host_ed25519_key.pub").stdout
+        assert keys[name].startswith("ssh-ed25519 ")
+    assert keys["kafka1"] != keys["kafka2"]
+
+
 def test_status_and_doctor_show_boot_state(lab: None) -> None:
     data = json.loads(kafkalab("status", "--json").stdout)
     assert {m["host"]: m["boot"] for m in data["machines"]} == {

@@ -19,6 +19,9 @@ def test_recipe_is_debian_only_and_target_neutral():
     hooks = " ".join(a for a in cmd if a.startswith("--customize-hook="))
     assert "useradd" in hooks and "vagrant" in hooks
     assert "rm -f /etc/ssh/ssh_host_" in hooks  # no shared host keys
+    # one Ed25519 key made at first boot: ssh-keygen -A's RSA key took seconds of CPU
+    assert "ssh-keygen -q -t ed25519" in hooks and "ssh-keygen -A" not in hooks
+    assert "HostKey /etc/ssh/ssh_host_ed25519_key" in hooks
 
 
 def test_cache_key_follows_the_recipe(tmp_path):
