@@ -122,3 +122,45 @@ def test_the_strategy_leaves_every_cpu_to_the_tasks(tmp_path):
     # the control: Mitogen's own linear strategy runs the same task pinned
     own = {"ANSIBLE_STRATEGY_PLUGINS": str(mitogen), "ANSIBLE_STRATEGY": "mitogen_linear"}
     assert task_cpus(tmp_path, own) != every
+
+
+def test_the_strategy_compiles_each_module_util_once_a_run(monkeypatch):
+    """Mitogen scans each module a run uses for its module_utils; with kafkalab_linear loaded,
+    a second module's scan compiles none of the files the first one compiled (command and
+    stat share 46), where Mitogen alone compiles them all again."""
+    import builtins
+    import importlib.util
+
+    import ansible_mitogen.module_finder as finder
+
+    import ansible
+
+    ansible_dir = Path(ansible.__file__).parent
+    compiled: list[str] = []
+    real_compile = builtins.compile
+
+    def counting(source, filename, mode, *args, **kwargs):
+        compiled.append(filename)
+        return real_compile(source, filename, mode, *args, **kwargs)
+
+    def scan(module: str) -> list[str]:
+        compiled.clear()
+        finder.scan(
+            module_name=f"ansible.modules.{module}",
+            module_path=str(ansible_dir / "modules" / f"{module}.py"),
+            search_path=(str(ansible_dir / "module_utils"),),
+        )
+        return list(compiled)
+
+    monkeypatch.setattr(builtins, "compile", counting)
+    # undone after the test (removed again), so the plugin's compile does not stay either
+    monkeypatch.setattr(finder, "compile", counting, raising=False)
+    assert "ansible.module_utils.basic" in scan("command")
+    assert "ansible.module_utils.basic" in scan("stat")  # the control: compiled again
+    plugin = Path(provision.strategy_env({})["ANSIBLE_STRATEGY_PLUGINS"]) / "kafkalab_linear.py"
+    spec = importlib.util.spec_from_file_location("kafkalab_linear_under_test", plugin)
+    assert spec and spec.loader
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    first = scan("command")
+    assert "ansible.module_utils.basic" in first
+    assert scan("stat") == ["ansible.modules.stat"]
