@@ -87,6 +87,16 @@ def test_kafka_runs_with_its_jvm_options(host, hostvars):
     assert [o for o in opts.split() if o not in args] == [], args
 
 
+def test_the_broker_maps_the_class_archive(host, hostvars):
+    """The broker starts with the tools' class archive (AppCDS): its JVM has the archive
+    mapped. A JVM it does not fit ignores it silently, so only the mapping shows it is used."""
+    if not {"kafka_broker", "kafka_controller"} & set(hostvars["group_names"]):
+        pytest.skip("no Kafka on this host in this topology")
+    pid = host.check_output("systemctl show --property MainPID --value kafka.service")
+    maps = host.check_output(f"sudo -n cat /proc/{pid}/maps")
+    assert "kafkalab-tools.jsa" in maps
+
+
 def test_kafka_python_in_python3_for_every_login(host, hostvars):
     if not var(host, "kafka_python_wheel", ""):
         pytest.skip("no kafka_python_wheel in this inventory: python3 left as it is")
