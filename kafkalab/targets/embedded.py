@@ -22,9 +22,6 @@ from pydantic import ValidationError
 
 from kafkalab import inventory
 from kafkalab.artifacts import kafka as kafka_artifact
-from kafkalab.artifacts import kafka_python as kafka_python_artifact
-from kafkalab.artifacts import ksqldb as ksqldb_artifact
-from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
 from kafkalab.targets import boot, forward, image, netns, provision, share, ssh, statedir
@@ -179,34 +176,35 @@ class EmbeddedCluster(InventoryCluster):
         if provision_hosts:  # a taken host port: one line, nothing touched
             forward.check_ports(self.state, topo)
         archive = kafka_artifact.resolve_kafka(topo.kafka_version, progress=progress)
-        extra_archives = self._extra_archives(topo, progress)
+        extra_archives = share.extra_archives(topo.extra_hosts, progress)
         base = image.ensure_image(progress)
         self._ensure_key()
         machines = self.machines(topo)
-        hosts = {m.name: m.address for m in machines}
         # A namespace someone else made (a test harness running inside it) outlives the cluster.
         self._owns_ns = self._saved().get("owns_netns", not netns.exists(self.ns))
-        netns.ensure(self.ns, topo.gateway(), hosts)
+        netns.ensure(self.ns, topo.gateway(), {m.name: m.address for m in machines})
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
         # Saved first: if a boot fails, `kafkalab down` still knows the machines to stop.
         self._save(topo)
         shared = share.fill(self.state / "share", {"kafka_archive": archive, **extra_archives})
-        self._boot(machines, base, topo, progress)
-        data = inventory.build(
-            topo,
-            ssh.ansible_vars(self.key, self.control_dir),
-            archive,
-            archives={**extra_archives, **share.on_host(shared, self.state / "share", machines)},
-            host_listener=True,
-        )
-        inventory.write(data, self.inventory_path)
-        self._hosts = None  # read again: the inventory may have changed
+
+        def write_inventory() -> None:  # once the machines run: which ones see the share
+            archives = {**extra_archives, **share.on_host(shared, self.state / "share", machines)}
+            login = ssh.ansible_vars(self.key, self.control_dir)
+            inventory.write(
+                inventory.build(topo, login, archive, archives=archives, host_listener=True),
+                self.inventory_path,
+            )
+            self._hosts = None  # read again: the inventory may have changed
+
+        boot = lambda started: self._boot(machines, base, topo, progress, started)  # noqa: E731
         if not provision_hosts:
+            boot(write_inventory)
             return UpResult(0, time.monotonic() - start, provision.Recap())
-        progress("provisioning with ansible/site.yml (first run: a few minutes)")
-        log = self.state / "logs" / "provision.log"
-        on_task = lambda name: progress(f"  {name}")  # noqa: E731
-        recap = provision.run_playbook(self.inventory_path, log, self.ns, on_task=on_task)
+        log, gate = self.state / "logs" / "provision.log", self.state / "boot-gate"
+        recap = provision.run_while_booting(
+            boot, write_inventory, self.inventory_path, log, self.ns, gate, progress
+        )
         forward.start(self.state, self.ns, forward.plan(topo))  # or keeps the one running
         return UpResult(recap.changed, time.monotonic() - start, recap)
 
@@ -224,9 +222,10 @@ class EmbeddedCluster(InventoryCluster):
         base: Path,
         topo: Topology,
         progress: Callable[[str], None] = lambda _msg: None,
+        started: Callable[[], None] = lambda: None,
     ) -> None:
-        """Mount, personalise and start machines, wait until each one's boot is over and
-        clean (a bad boot is reported and the machine rebooted once), then for its sshd.
+        """Mount, personalise and start machines (then `started()`), wait until each one's
+        boot is over and clean (a bad one is reported and rebooted once), then for its sshd.
         Machines already running are checked too: a second `up` repairs a stuck cluster."""
         prefix = ipaddress.ip_network(topo.network).prefixlen
         pubkey = self.key.with_suffix(".pub").read_text()
@@ -240,6 +239,7 @@ class EmbeddedCluster(InventoryCluster):
 
         was_running = {m.name for m in machines if m.running()}
         start(machines)
+        started()
 
         def leave(m: EmbeddedMachine, state: boot.BootState) -> bool:
             return m.name in was_running and self._serves(m, state, progress)
@@ -272,19 +272,6 @@ class EmbeddedCluster(InventoryCluster):
 
     def _forget_ssh_connections(self) -> None:
         ssh.forget_connections(self.control_dir)
-
-    @staticmethod
-    def _extra_archives(topo: Topology, progress: Callable[[str], None]) -> dict[str, Path]:
-        """The kafka-python wheel, and the Spark and ksqlDB archives the extra hosts need,
-        found (or built) before any machine boots: a missing one says where to put it."""
-        found = {
-            "kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress)
-        }
-        if "spark" in topo.extra_hosts:
-            found["spark_archive"] = spark_artifact.resolve_spark(progress=progress)
-        if "ksqldb" in topo.extra_hosts:
-            found["ksqldb_archive"] = ksqldb_artifact.resolve_ksqldb()
-        return found
 
     def down(self, purge: bool, progress: Callable[[str], None]) -> None:
         """Stop the machines; with `purge`, remove what the cluster made and nothing else: its

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kafkalab.artifacts import kafka_python as kafka_python_artifact
+from kafkalab.artifacts import ksqldb as ksqldb_artifact
+from kafkalab.artifacts import spark as spark_artifact
 from kafkalab.targets import rootfs
 
 ARTIFACTS_ON_MACHINE = "/var/cache/kafkalab/artifacts"
@@ -26,6 +29,17 @@ ARTIFACTS_ON_MACHINE = "/var/cache/kafkalab/artifacts"
 
 class Sharing(Protocol):
     def shared_artifacts(self) -> Path | None: ...
+
+
+def extra_archives(extra_hosts: Sequence[str], progress: Callable[[str], None]) -> dict[str, Path]:
+    """The kafka-python wheel, and the Spark and ksqlDB archives the extra hosts need, found
+    (or built) before any machine boots: a missing one says where to put it."""
+    found = {"kafka_python_wheel": kafka_python_artifact.resolve_kafka_python(progress=progress)}
+    if "spark" in extra_hosts:
+        found["spark_archive"] = spark_artifact.resolve_spark(progress=progress)
+    if "ksqldb" in extra_hosts:
+        found["ksqldb_archive"] = ksqldb_artifact.resolve_ksqldb()
+    return found
 
 
 def fill(share: Path, archives: dict[str, Path]) -> dict[str, str]:
