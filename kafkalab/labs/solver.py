@@ -17,7 +17,7 @@ from typing import IO
 
 from kafkalab import render
 from kafkalab.errors import KafkalabError
-from kafkalab.kafka.tools import QUICK_JVM
+from kafkalab.kafka.tools import JVM_EXPORT
 from kafkalab.labs import checks
 from kafkalab.labs.checks.base import Remedy
 from kafkalab.labs.context import LabContext
@@ -181,8 +181,8 @@ class Solver:
         if step.remember:
             self.vars[step.remember] = host
         shown = self.resolve(step.run)
-        env = {"KAFKA_JVM_PERFORMANCE_OPTS": QUICK_JVM, **self.ctx.lab.spec.env}
-        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        env = self.ctx.lab.spec.env  # after the quick JVM settings: a lab may set its own
+        exports = JVM_EXPORT + "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
         argv = self.ctx.cluster.login_command(host, ["bash", "-c", exports + shown])
         return argv, host, shown, ()
 
