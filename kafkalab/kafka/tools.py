@@ -16,10 +16,10 @@ QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 # 1.2 s of CPU without it, 0.7-0.8 s with it (4.3.1). Only then: a JVM told of an archive
 # that is not there runs without any, even the JDK's own.
 JVM_EXPORT = (
-    f'o="{QUICK_JVM}"; a="$KAFKA_HOME/kafkalab-tools.jsa"; '
+    f'o="{QUICK_JVM}"; a="${{KAFKA_HOME:-}}/kafkalab-tools.jsa"; '
     '[ -n "${KAFKA_HOME:-}" ] && [ -r "$a" ] && '
     'o="$o -XX:SharedArchiveFile=$a -Xlog:cds=off -Xlog:cds+dynamic=off"; '
-    'export KAFKA_JVM_PERFORMANCE_OPTS="$o"; '
+    'export KAFKA_JVM_PERFORMANCE_OPTS="$o"; unset o a; '
 )
 
 

@@ -101,13 +101,17 @@ def ansible_env() -> dict[str, str]:
 
 class Playbook:
     """ansible-playbook running in the background: a thread writes its whole output to the
-    log and reports each task by name; wait() gives its recap."""
+    log and reports each task by name; wait() gives its recap. The thread drains the pipe
+    whatever happens (a report that fails is kept, and raised by wait()), so Ansible never
+    blocks on a full pipe."""
 
     def __init__(
         self, cmd: list[str], env: dict[str, str], log: Path, on_task: Callable[[str], None] | None
     ) -> None:
         self.log, self.lines = log, list[str]()
+        self.error: BaseException | None = None
         log.parent.mkdir(parents=True, exist_ok=True)
+        self._out = log.open("w", buffering=1)  # line by line: it can be followed
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
         )
@@ -116,16 +120,21 @@ class Playbook:
 
     def _read(self, on_task: Callable[[str], None] | None) -> None:
         assert self.proc.stdout is not None
-        with self.log.open("w") as out:
+        with self._out as out:
             for line in self.proc.stdout:
                 out.write(line)
                 self.lines.append(line.rstrip("\n"))
-                if on_task and (m := TASK.match(line)):
-                    on_task(m["name"])
+                if on_task and self.error is None and (m := TASK.match(line)):
+                    try:
+                        on_task(m["name"])
+                    except Exception as exc:  # raised by wait(), once Ansible is done
+                        self.error = exc
 
     def wait(self) -> Recap:
         code = self.proc.wait()
         self.reader.join()
+        if self.error is not None:
+            raise self.error
         recap = parse_recap(self.lines)
         if code != 0 or recap.failed:
             detail = failure_detail(self.lines) or "\n".join(self.lines[-10:])
@@ -140,7 +149,8 @@ class Playbook:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        self.reader.join()
+        # a worker it left may still hold the pipe: the reader is not waited for long
+        self.reader.join(timeout=5)
 
 
 def start_playbook(

@@ -62,11 +62,22 @@ def run(tmp_path: Path, boot, progress: list[str]) -> provision.Recap:
     )
 
 
+def at_the_gate(tmp_path: Path) -> None:
+    """Until ansible-playbook has started the gate's task (it is waiting there), then 1 s."""
+    log, deadline = tmp_path / "provision.log", time.monotonic() + 120
+    while "TASK [Wait until kafkalab has booted every machine]" not in (
+        log.read_text() if log.exists() else ""
+    ):
+        assert time.monotonic() < deadline, "ansible-playbook never reached the gate"
+        time.sleep(0.1)
+    time.sleep(1)
+
+
 def test_the_host_is_reached_only_once_the_machines_booted(tmp_path):
     marker, seen, progress = tmp_path / "reached", {}, []
 
     def boot() -> None:
-        time.sleep(4)  # longer than ansible-playbook takes to reach the gate
+        at_the_gate(tmp_path)
         seen["reached while booting"] = marker.exists()
 
     recap = run(tmp_path, boot, progress)
@@ -82,7 +93,7 @@ def test_the_host_is_reached_only_once_the_machines_booted(tmp_path):
 
 def test_a_boot_that_fails_stops_ansible_at_the_gate(tmp_path):
     def boot() -> None:
-        time.sleep(2)
+        at_the_gate(tmp_path)
         raise KafkalabError("kafka2 did not boot")
 
     with pytest.raises(KafkalabError, match="kafka2 did not boot"):
@@ -114,3 +125,23 @@ def test_the_gate_gives_up_when_kafkalab_is_gone(tmp_path):
     assert proc.returncode != 0
     assert "kafkalab stopped before the machines booted" in proc.stdout
     assert not (tmp_path / "reached").exists()
+
+
+def test_a_report_that_fails_leaves_no_playbook_blocked(tmp_path):
+    """The output is drained and logged whole when showing a task fails (a closed terminal:
+    BrokenPipeError); wait() raises that error once Ansible is done."""
+    script = "import sys\nfor i in range(20000): print(f'TASK [task {i}] ' + 'x' * 40)\n"
+    shown: list[str] = []
+
+    def show(name: str) -> None:
+        shown.append(name)
+        raise BrokenPipeError("the terminal went away")
+
+    run = provision.Playbook(
+        [sys.executable, "-c", script], dict(os.environ), tmp_path / "p.log", show
+    )
+    with pytest.raises(BrokenPipeError):
+        run.wait()
+    assert shown == ["task 0"]
+    assert run.proc.returncode == 0
+    assert len((tmp_path / "p.log").read_text().splitlines()) == 20000
