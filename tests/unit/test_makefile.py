@@ -151,11 +151,20 @@ def test_make_test_fails_when_any_run_fails_and_still_runs_the_others(
     assert len(shown) == 1 and f" {failing} " in f"{shown[0]} ", done.stdout  # its output too
 
 
+def sigint_as_from_a_terminal() -> None:
+    """A terminal's make test starts with SIGINT at its default. A shell that starts with it
+    ignored (a background job of a script, nohup's harness) cannot reset it, rightly: so
+    the script runs here as a terminal would start it, whatever this test inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_reaches_every_pytest_run(tmp_path: Path) -> None:
     """No run starts with SIGINT ignored (bash's default for a background command): a
     Ctrl-C on make test stops the side tiers too, and their labs are taken down."""
     script, log = fake_suite(tmp_path, {})
-    done = subprocess.run([str(script)], capture_output=True, text=True)
+    done = subprocess.run(
+        [str(script)], capture_output=True, text=True, preexec_fn=sigint_as_from_a_terminal
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     ignored = [int(line.split()[1], 16) for line in Path(f"{log}.sigint").read_text().splitlines()]
     assert len(ignored) == 3 and not [m for m in ignored if m & (1 << (signal.SIGINT - 1))]
