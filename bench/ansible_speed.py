@@ -11,8 +11,9 @@ Goals: new machines <= 25 s, second up <= 10 s. The lab runs in KAFKALAB_STATE a
 KAFKALAB_NETNS (default: .kafkalab-bench-speed and klspeed) and is purged at the end. Hold
 the shared cluster lock (flock /tmp/kl-cluster.lock ...) so no other lab runs meanwhile;
 the load average before and after each run is printed beside it, and a CPU check: the CPU
-seconds a fixed Python loop took just before (this host's own speed varies: the same loop took
-0.9 s to 2.2 s within minutes, with no steal shown; compare runs of similar checks). With
+seconds a fixed Python loop took just before it (after it, for a run right after another).
+This host's own speed varies: the check gave 0.34 s to 0.68 s within an hour, with no steal
+shown; compare runs of similar checks. With
 --rounds N the runs are repeated and the median of each kind printed last.
 """
 
@@ -120,10 +121,11 @@ def main() -> None:
                 subprocess.run(down, env=run_env, capture_output=True, check=True)
                 for what, goal, settle in RUNS:
                     time.sleep(args.settle if settle else 0)
-                    # after the up for a run right after another: it is not to wait for it
-                    check = cpu_check() if settle else 0.0
+                    if settle:  # just before, at the end of the wait
+                        check = cpu_check()
                     secs, rows, loadavg = up(run_env, times)
-                    check = check or cpu_check()
+                    if not settle:  # just after: a run right after another is not delayed
+                        check = cpu_check()
                     seen[f"{strategy}: {what}"].append(secs)
                     verdict = "ok" if secs <= GOALS[goal] else f"over {GOALS[goal]:.0f}"
                     label = f"{strategy}: {what} (s), load {loadavg}, cpu check {check:.2f} s"

@@ -172,8 +172,10 @@ def wait_ssh(
         ok: set[str] = set()
         try:
             for m in chosen:
-                out, err_ = subprocess.DEVNULL, subprocess.PIPE
-                procs.append((m, subprocess.Popen(login(m), stdout=out, stderr=err_, text=True)))
+                proc = subprocess.Popen(
+                    login(m), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+                )
+                procs.append((m, proc))
             deadline = time.monotonic() + LOGIN_TIMEOUT
             for m, proc in procs:
                 try:
