@@ -24,7 +24,17 @@ from kafkalab import inventory
 from kafkalab.artifacts import kafka as kafka_artifact
 from kafkalab.errors import KafkalabError, validation_line
 from kafkalab.paths import state_dir
-from kafkalab.targets import boot, forward, image, netns, provision, share, ssh, statedir
+from kafkalab.targets import (
+    boot,
+    class_archive,
+    forward,
+    image,
+    netns,
+    provision,
+    share,
+    ssh,
+    statedir,
+)
 from kafkalab.targets.cluster import InventoryCluster
 from kafkalab.targets.machines import EmbeddedMachine, stop_all
 from kafkalab.topology import Topology, downgrade_refusal
@@ -186,7 +196,9 @@ class EmbeddedCluster(InventoryCluster):
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
         # Saved first: if a boot fails, `kafkalab down` still knows the machines to stop.
         self._save(topo)
-        shared = share.fill(self.state / "share", {"kafka_archive": archive, **extra_archives})
+        tools_cds = class_archive.cached(image.image_dir(), archive)  # an earlier lab's
+        offered = {"kafka_archive": archive, **extra_archives, **class_archive.offer(tools_cds)}
+        shared = share.fill(self.state / "share", offered)
 
         def write_inventory() -> None:  # once the machines run: which ones see the share
             archives = {**extra_archives, **share.on_host(shared, self.state / "share", machines)}
@@ -206,6 +218,7 @@ class EmbeddedCluster(InventoryCluster):
             boot, write_inventory, self.inventory_path, log, self.ns, gate, progress
         )
         forward.start(self.state, self.ns, forward.plan(topo))  # or keeps the one running
+        class_archive.keep(tools_cds, [m.root for m in machines], topo.kafka_version)
         return UpResult(recap.changed, time.monotonic() - start, recap)
 
     def start_machines(self, names: list[str] | None = None) -> None:

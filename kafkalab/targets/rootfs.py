@@ -68,25 +68,58 @@ def _directory(root: Path, parts: list[str], create: bool) -> Iterator[int]:
         os.close(fd)
 
 
-def read_text(root: Path, rel: str) -> str | None:
-    """A regular file's text below `root`, or None when it is absent or is a link."""
+@contextlib.contextmanager
+def _regular(root: Path, rel: str) -> Iterator[BinaryIO | None]:
+    """root/rel opened for reading when it is a regular file reached without following a
+    link; None when it is absent, a link, or something else (a FIFO, a device)."""
     *dirs, name = _parts(rel)
+    fd = -1
     try:
         with _directory(root, dirs, create=False) as dfd:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
     except (FileNotFoundError, KafkalabError):
-        return None
+        pass
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            return None
-        raise
+        if exc.errno != errno.ELOOP:
+            raise
+    if fd < 0:
+        yield None
+        return
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            return None  # a FIFO, a device: nothing kafkalab reads
-        data = f.read(MAX_READ + 1)
-    if len(data) > MAX_READ:
+        yield f if stat.S_ISREG(os.fstat(f.fileno()).st_mode) else None  # a read won't block
+
+
+def read_text(root: Path, rel: str) -> str | None:
+    """A regular file's text below `root`, or None when it is absent or is a link."""
+    with _regular(root, rel) as f:
+        data = f.read(MAX_READ + 1) if f is not None else None
+    if data is None or len(data) > MAX_READ:
         return None
     return data.decode(errors="replace")
+
+
+def copy_out(root: Path, rel: str, dest: Path, limit: int, head: bytes = b"") -> bool:
+    """Copy root/rel, a regular file reached without following a link, to `dest` on the
+    host (a path kafkalab chose; written beside it and renamed, so nobody reads half of
+    it). Nothing is written, and False returned, when the file is absent, a link, larger
+    than `limit` bytes, or does not begin with `head`."""
+    with _regular(root, rel) as f:
+        if f is None or os.fstat(f.fileno()).st_size > limit or f.read(len(head)) != head:
+            return False
+        tmp = dest.with_name(f".{dest.name}.kafkalab-{secrets.token_hex(4)}")
+        try:
+            with tmp.open("xb") as out:
+                out.write(head)
+                copied = len(head)
+                while (block := f.read(CHUNK)) and copied <= limit:
+                    out.write(block)
+                    copied += len(block)
+            if copied > limit:  # it grew while read
+                return False
+            tmp.replace(dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return True
 
 
 def write_text(

@@ -6,12 +6,15 @@ re-provision and restart the lab and prove the data is still there.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from kafkalab.kafka import quorum
+from kafkalab.targets import class_archive, image
 from tests import client
 from tests.infra.test_hosts import props, server_properties
 
@@ -124,6 +127,24 @@ def test_exec_runs_kafka_tools_on_a_machine(cluster):
     ).stdout
     assert "PartitionCount: 3" in out
     assert "ReplicationFactor: 3" in out
+
+
+def test_the_next_lab_copies_this_labs_class_archive(cluster):
+    """The cache keeps one tools' class archive per base image and release: made by the first
+    lab's machines, copied by a later lab's from their share (not dumped again)."""
+    brokers = {n: hv for n, hv in cluster.hosts.items() if "kafka_broker" in hv["groups"]}
+    hv = {**cluster.inventory["all"].get("vars", {}), **next(iter(brokers.values()))}
+    kept = class_archive.cached(image.image_dir(), Path(hv["kafka_archive"]))
+    assert kept is not None and kept.read_bytes()[:4] == class_archive.MAGIC
+    digest = hashlib.sha256(kept.read_bytes()).hexdigest()
+    path = "/" + class_archive.on_machine(hv["kafka_version"])
+    sums = {
+        n: cluster.kafkalab("exec", n, "--", "sha256sum", path).stdout.split()[0] for n in brokers
+    }
+    if hv.get("kafka_tools_cds_archive_on_host"):  # offered one: every machine copied it
+        assert set(sums.values()) == {digest}, sums
+    else:  # this lab's machines made theirs: the cache keeps one of them
+        assert digest in sums.values(), sums
 
 
 def test_second_up_changes_nothing(cluster):

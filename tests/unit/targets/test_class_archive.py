@@ -1,0 +1,103 @@
+"""The tools' class archive kept once per base image and Kafka release: named by the release
+archive's recorded hash, offered to the next lab's share, and copied from a machine's root
+only as a regular file that is a dynamic archive (no link followed, a size limit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkalab.targets import class_archive
+
+VERSION = "4.3.1"
+ARCHIVE_BYTES = class_archive.MAGIC + b"\0" * 4096
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Path:
+    """A Kafka release archive in a cache, with its recorded hash."""
+    tgz = tmp_path / "artifacts" / f"kafka_2.13-{VERSION}-maven.tgz"
+    tgz.parent.mkdir()
+    tgz.write_bytes(b"tgz")
+    tgz.with_name(tgz.name + ".sha512").write_text("ab" * 64 + f"  {tgz.name}\n")
+    return tgz
+
+
+def machine(tmp_path: Path, name: str, content: bytes | None = ARCHIVE_BYTES) -> Path:
+    root = tmp_path / name
+    release = root / f"opt/kafka_2.13-{VERSION}"
+    release.mkdir(parents=True)
+    if content is not None:
+        (release / class_archive.NAME).write_bytes(content)
+    return root
+
+
+def test_named_by_the_image_and_the_release_archives_hash(tmp_path: Path, release: Path) -> None:
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept == tmp_path / "image/class-archives" / f"{release.name}-{'ab' * 8}.jsa"
+    assert class_archive.offer(kept) == {}  # none kept yet: nothing offered
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(ARCHIVE_BYTES)
+    assert class_archive.offer(kept) == {"kafka_tools_cds_archive": kept}
+
+
+@pytest.mark.parametrize("recorded", [None, "", "not-a-hash  x.tgz\n"])
+def test_a_release_without_a_recorded_hash_keeps_none(
+    tmp_path: Path, release: Path, recorded: str | None
+) -> None:
+    sha = release.with_name(release.name + ".sha512")
+    sha.unlink()
+    if recorded is not None:
+        sha.write_text(recorded)
+    assert class_archive.cached(tmp_path / "image", release) is None
+    assert class_archive.keep(None, [machine(tmp_path, "kafka1")], VERSION) is False
+
+
+def test_kept_from_the_first_machine_that_has_one(tmp_path: Path, release: Path) -> None:
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept is not None
+    roots = [machine(tmp_path, "kafka1", None), machine(tmp_path, "kafka2")]
+    assert class_archive.keep(kept, roots, VERSION) is True
+    assert kept.read_bytes() == ARCHIVE_BYTES
+    assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no temporary file left
+    # kept once: a later lab's archive does not replace it
+    (roots[1] / class_archive.on_machine(VERSION)).write_bytes(class_archive.MAGIC + b"new")
+    assert class_archive.keep(kept, roots, VERSION) is False
+    assert kept.read_bytes() == ARCHIVE_BYTES
+
+
+def test_a_link_made_in_the_machine_is_not_followed(tmp_path: Path, release: Path) -> None:
+    """A machine cannot make kafkalab copy a host file (one that even looks like an archive)
+    into the cache by linking the archive's name to it."""
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept is not None
+    host_file = tmp_path / "host-secret"
+    host_file.write_bytes(class_archive.MAGIC + b"host secret")
+    root = machine(tmp_path, "kafka1", None)
+    (root / class_archive.on_machine(VERSION)).symlink_to(host_file)
+    assert class_archive.keep(kept, [root], VERSION) is False
+    # nor a link on the way (the release dir)
+    (root / "opt" / f"kafka_2.13-{VERSION}").rename(root / "opt/elsewhere")
+    (root / "opt" / f"kafka_2.13-{VERSION}").symlink_to(tmp_path)
+    (tmp_path / class_archive.NAME).write_bytes(ARCHIVE_BYTES)
+    assert class_archive.keep(kept, [root], VERSION) is False
+    assert not kept.exists()
+
+
+@pytest.mark.parametrize("content", [b"not an archive at all", class_archive.MAGIC[:2]])
+def test_only_a_dynamic_archive_is_kept(tmp_path: Path, release: Path, content: bytes) -> None:
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept is not None
+    assert class_archive.keep(kept, [machine(tmp_path, "kafka1", content)], VERSION) is False
+    assert list(kept.parent.iterdir()) == []
+
+
+def test_one_larger_than_the_limit_is_not_kept(
+    tmp_path: Path, release: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept is not None
+    monkeypatch.setattr(class_archive, "LIMIT", len(ARCHIVE_BYTES) - 1)
+    assert class_archive.keep(kept, [machine(tmp_path, "kafka1")], VERSION) is False
+    assert list(kept.parent.iterdir()) == []
