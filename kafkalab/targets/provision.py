@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkalab.errors import KafkalabError
-from kafkalab.paths import repo_root
+from kafkalab.paths import cache_root, repo_root
 from kafkalab.targets import netns
 
 RECAP = re.compile(
@@ -94,6 +94,8 @@ def ansible_env() -> dict[str, str]:
     env = dict(os.environ)
     env["ANSIBLE_CONFIG"] = str(repo_root() / "ansible" / "ansible.cfg")
     env.setdefault("ANSIBLE_FORCE_COLOR", "0")
+    # What kafkalab_linear compiles and minifies, for the next run (the plugin says why).
+    env.setdefault("KAFKALAB_CONTROLLER_CACHE", str(cache_root() / "controller"))
     # The venv's own ansible, whatever PATH says.
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     return env

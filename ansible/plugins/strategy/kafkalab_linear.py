@@ -12,11 +12,25 @@ module a run uses (command, file, user, ...) once, and each scan compiled every 
 file it reached (46 for most modules, basic.py among them), again for every module: 0.12 s
 a module, about 1.2 s of a run for nine, while the task waited. The compiled code of an
 unchanged file is the same, so a second scan reuses it (the nine scans: 0.36 s).
+
+Each run's connection multiplexer is a new process, so each run also compiled again what
+Mitogen scans to find the modules a host asks for (mitogen.master) and minified again the
+sources it sends (mitogen.minify): ~0.9 s of its CPU in a changed=0 run, mostly while the
+first task's hosts waited for their modules. When kafkalab names a directory (CACHE_ENV,
+in its cache), both are also kept there, by a hash of the source, its name and Python's
+bytecode version: a later run reads them back. The compiled code only lists imports; the
+minified source is what the machines run, as Mitogen made it from that same source.
 Everything else is Mitogen's `mitogen_linear`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib.util
+import marshal
+import os
+from pathlib import Path
 from types import CodeType
 from typing import Any
 
@@ -24,6 +38,8 @@ import ansible_mitogen.affinity  # type: ignore[import-untyped]
 import ansible_mitogen.loaders  # type: ignore[import-untyped]
 import ansible_mitogen.module_finder  # type: ignore[import-untyped]
 import ansible_mitogen.strategy  # type: ignore[import-untyped]
+import mitogen.master  # type: ignore[import-untyped]
+import mitogen.minify  # type: ignore[import-untyped]
 
 DOCUMENTATION = """
 name: kafkalab_linear
@@ -31,27 +47,93 @@ short_description: Mitogen's linear strategy, without pinning Ansible's processe
 description:
   - Mitogen's mitogen_linear strategy, with ansible_mitogen.affinity's policy replaced by its
     no-op base policy, so the scheduler places the controller, its workers and ssh freely,
-    and with the code Mitogen compiles to scan a module's imports kept for the next module.
+    and with the code Mitogen compiles to scan a module's imports kept for the next module,
+    and (in the directory KAFKALAB_CONTROLLER_CACHE names) that code and the sources Mitogen
+    minifies kept for the next run.
 """
 
 # The base policy's assign_* methods do nothing; every caller looks the policy up here.
 ansible_mitogen.affinity.policy = ansible_mitogen.affinity.Policy()
 
 _COMPILED: dict[tuple[Any, ...], CodeType] = {}
+CACHE_ENV = "KAFKALAB_CONTROLLER_CACHE"  # set by kafkalab.targets.provision
+
+
+def _kept(kind: str, *parts: bytes) -> Path | None:
+    """Where CACHE_ENV's directory keeps what was made of `parts` (None: not set)."""
+    root = os.environ.get(CACHE_ENV)
+    if not root:
+        return None
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    for part in parts:
+        digest.update(len(part).to_bytes(8, "little") + part)
+    return Path(root) / kind / digest.hexdigest()
+
+
+def _read(path: Path | None) -> bytes | None:
+    try:
+        return path.read_bytes() if path is not None else None
+    except OSError:
+        return None
+
+
+def _keep(path: Path | None, data: bytes) -> None:
+    """Written beside and renamed: a run reading it meanwhile sees all of it or nothing."""
+    if path is None:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:  # a cache that cannot be written: only slower
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+def _raw(source: bytes | str) -> bytes:
+    return source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
 
 
 def compile_once(source: bytes | str, filename: str, mode: str) -> CodeType:
-    """compile() that reuses the code of the same source (module_finder's scan calls it)."""
+    """compile() that reuses the code of the same source: this run's, or a run's before it
+    (the scans of module_finder and mitogen.master call it)."""
     key = (source, filename, mode)
     code = _COMPILED.get(key)
     if code is None:
-        code = _COMPILED[key] = compile(source, filename, mode)
+        path = _kept("code", _raw(source), filename.encode(), mode.encode())
+        data = _read(path)
+        try:
+            code = marshal.loads(data) if data is not None else None
+        except (EOFError, ValueError, TypeError):
+            code = None
+        if not isinstance(code, CodeType):
+            code = compile(source, filename, mode)
+            _keep(path, marshal.dumps(code))
+        _COMPILED[key] = code
     return code
 
 
-# The scan looks `compile` up in its module's globals first; the mux process that runs it
-# is forked after this module is loaded, so it inherits the name.
+_minimize_source = mitogen.minify.minimize_source
+
+
+def minimize_once(source: bytes | str) -> str:
+    """mitogen.minify.minimize_source, kept (CACHE_ENV) for the next run."""
+    path = _kept("minified", _raw(source))
+    data = _read(path)
+    if data is not None:
+        return data.decode("utf-8", "surrogateescape")
+    text: str = _minimize_source(source)
+    _keep(path, text.encode("utf-8", "surrogateescape"))
+    return text
+
+
+# Both scans look `compile` up in their module's globals first, and Mitogen calls the
+# minifier through its module; the mux process that runs them is forked after this module
+# is loaded, so it inherits all three.
 ansible_mitogen.module_finder.compile = compile_once
+mitogen.master.compile = compile_once
+mitogen.minify.minimize_source = minimize_once
 
 Base = ansible_mitogen.loaders.strategy_loader.get("linear", class_only=True)
 

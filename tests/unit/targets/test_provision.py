@@ -3,6 +3,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,12 +125,77 @@ def test_the_strategy_leaves_every_cpu_to_the_tasks(tmp_path):
     assert task_cpus(tmp_path, own) != every
 
 
+def load_strategy(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """kafkalab_linear loaded as Ansible loads it; what it replaces in Mitogen is put back
+    after the test."""
+    import importlib.util
+
+    import ansible_mitogen.module_finder as finder
+    import mitogen.master
+    import mitogen.minify
+
+    monkeypatch.setattr(finder, "compile", compile, raising=False)
+    monkeypatch.setattr(mitogen.master, "compile", compile, raising=False)
+    monkeypatch.setattr(mitogen.minify, "minimize_source", mitogen.minify.minimize_source)
+    plugin = Path(provision.strategy_env({})["ANSIBLE_STRATEGY_PLUGINS"]) / "kafkalab_linear.py"
+    spec = importlib.util.spec_from_file_location("kafkalab_linear_under_test", plugin)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SOURCE = 'import os\n\n\ndef f():\n    """doc"""\n    # a comment\n    return os.sep\n'
+
+
+def test_the_strategy_keeps_what_mitogen_compiles_and_minifies_for_the_next_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A run's multiplexer is a new process: what kafkalab_linear compiled and minified is
+    read back from the directory kafkalab names."""
+    import builtins
+
+    monkeypatch.setenv("KAFKALAB_CONTROLLER_CACHE", str(tmp_path / "controller"))
+    plugin = load_strategy(monkeypatch)
+    code = plugin.compile_once(SOURCE, "m.py", "exec")
+    text = plugin.minimize_once(SOURCE)
+    assert "a comment" not in text and "os.sep" in text
+    assert len([p for p in (tmp_path / "controller").rglob("*") if p.is_file()]) == 2
+    plugin = load_strategy(monkeypatch)  # the next run: nothing in memory
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("made again")
+
+    monkeypatch.setattr(builtins, "compile", refuse)
+    monkeypatch.setattr(plugin, "_minimize_source", refuse)
+    assert plugin.compile_once(SOURCE, "m.py", "exec") == code
+    assert plugin.minimize_once(SOURCE) == text
+    with pytest.raises(AssertionError, match="made again"):  # another file's code: made
+        plugin.compile_once(SOURCE, "other.py", "exec")
+
+
+def test_a_cache_the_strategy_cannot_write_only_costs_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KAFKALAB_CONTROLLER_CACHE", "/dev/null/not-a-dir")
+    plugin = load_strategy(monkeypatch)
+    assert plugin.compile_once(SOURCE, "m.py", "exec").co_filename == "m.py"
+    assert "a comment" not in plugin.minimize_once(SOURCE)
+
+
+def test_ansible_runs_with_a_controller_cache_in_kafkalabs_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("KAFKALAB_CONTROLLER_CACHE", raising=False)
+    monkeypatch.setenv("KAFKALAB_CACHE", str(tmp_path))
+    assert provision.ansible_env()["KAFKALAB_CONTROLLER_CACHE"] == str(tmp_path / "controller")
+
+
 def test_the_strategy_compiles_each_module_util_once_a_run(monkeypatch):
     """Mitogen scans each module a run uses for its module_utils; with kafkalab_linear loaded,
     a second module's scan compiles none of the files the first one compiled (command and
     stat share 46), where Mitogen alone compiles them all again."""
     import builtins
-    import importlib.util
 
     import ansible_mitogen.module_finder as finder
 
@@ -153,14 +219,10 @@ def test_the_strategy_compiles_each_module_util_once_a_run(monkeypatch):
         return list(compiled)
 
     monkeypatch.setattr(builtins, "compile", counting)
-    # undone after the test (removed again), so the plugin's compile does not stay either
     monkeypatch.setattr(finder, "compile", counting, raising=False)
     assert "ansible.module_utils.basic" in scan("command")
     assert "ansible.module_utils.basic" in scan("stat")  # the control: compiled again
-    plugin = Path(provision.strategy_env({})["ANSIBLE_STRATEGY_PLUGINS"]) / "kafkalab_linear.py"
-    spec = importlib.util.spec_from_file_location("kafkalab_linear_under_test", plugin)
-    assert spec and spec.loader
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    load_strategy(monkeypatch)
     first = scan("command")
     assert "ansible.module_utils.basic" in first
     assert scan("stat") == ["ansible.modules.stat"]
