@@ -101,6 +101,12 @@ def ansible_env() -> dict[str, str]:
     return env
 
 
+def ansible_playbook(args: list[str]) -> list[str]:
+    """The command that runs ansible-playbook with `args`, the venv's, without the
+    interpreter's teardown at its end (ansible_playbook.py says why)."""
+    return [sys.executable, str(Path(__file__).with_name("ansible_playbook.py")), *args]
+
+
 class Playbook:
     """ansible-playbook running in the background: a thread writes its whole output to the
     log and reports each task by name; wait() gives its recap. The thread drains the pipe
@@ -166,13 +172,8 @@ def start_playbook(
 ) -> Playbook:
     """Start a playbook in the background (Playbook). `env` adds to Ansible's environment
     (ansible_env, strategy_env)."""
-    cmd = [
-        str(Path(sys.executable).parent / "ansible-playbook"),
-        "-i",
-        str(inventory),
-        str(repo_root() / "ansible" / playbook),
-        *(extra or []),
-    ]
+    cmd = ansible_playbook(["-i", str(inventory), str(repo_root() / "ansible" / playbook)])
+    cmd += extra or []
     if ns:
         cmd = netns.wrap(ns, cmd)
     full_env = {**ansible_env(), **strategy_env(dict(os.environ)), **(env or {})}

@@ -226,3 +226,42 @@ def test_the_strategy_compiles_each_module_util_once_a_run(monkeypatch):
     first = scan("command")
     assert "ansible.module_utils.basic" in first
     assert scan("stat") == ["ansible.modules.stat"]
+
+
+QUICK_EXIT_PLAY = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Say it
+      ansible.builtin.debug:
+        msg: "{{ 'made it' }}"
+    - name: Fail when told
+      ansible.builtin.fail:
+        msg: told to fail
+      when: fail | default(false) | bool
+"""
+
+
+@pytest.mark.parametrize(("extra", "code"), [([], 0), (["-e", "fail=true"], 2)])
+def test_playbooks_run_through_a_quick_exit_with_ansibles_status(
+    tmp_path: Path, extra: list[str], code: int
+) -> None:
+    """kafkalab runs ansible-playbook through ansible_playbook.py, which skips only the
+    interpreter's teardown: the exit status, the output and the exit handlers' work (the
+    log Ansible writes, the temporary files its exit handler removes) are ansible-playbook's."""
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(QUICK_EXIT_PLAY)
+    env = {
+        **provision.ansible_env(),
+        **provision.strategy_env({}),
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_LOG_PATH": str(tmp_path / "ansible.log"),
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "local"),
+    }
+    cmd = provision.ansible_playbook([str(playbook), *extra])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "made it" in proc.stdout
+    assert "PLAY RECAP" in (tmp_path / "ansible.log").read_text()
+    # Ansible's own exit handler removed its temporary directory (ansible-local-*)
+    assert (tmp_path / "local").is_dir() and list((tmp_path / "local").iterdir()) == []
