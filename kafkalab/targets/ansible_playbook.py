@@ -30,9 +30,9 @@ def main() -> None:
     if isinstance(code, str):  # sys.exit("message"), as the interpreter would show it
         print(code, file=sys.stderr)
         code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    # As the interpreter's exit: threading's exit hooks (a thread pool's shutdown) and the
+    # join of every non-daemon thread, then the atexit handlers.
+    getattr(threading, "_shutdown")()  # noqa: B009 (private: mypy knows no such name)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
