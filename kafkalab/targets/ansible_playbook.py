@@ -14,6 +14,7 @@ freeing what the system frees anyway.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -27,7 +28,9 @@ def main() -> None:
         code: object = ansible_playbook()
     except SystemExit as done:
         code = done.code
-    if isinstance(code, str):  # sys.exit("message"), as the interpreter would show it
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"): shown, status 1, as the interpreter
         print(code, file=sys.stderr)
         code = 1
     # As the interpreter's exit: threading's exit hooks (a thread pool's shutdown) and the
@@ -35,8 +38,9 @@ def main() -> None:
     getattr(threading, "_shutdown")()  # noqa: B009 (private: mypy knows no such name)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
+        with contextlib.suppress(OSError, ValueError):  # a reader gone, a closed stream
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

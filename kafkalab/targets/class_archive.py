@@ -10,17 +10,23 @@ cache, beside that image, and later labs' machines find it in their share and co
 (kafka_tools_cds_archive_on_host) instead of dumping it again. A JVM that an archive does
 not fit ignores it and says nothing (-Xlog:cds=off): its tools run as without one.
 
-The copy is read from the machine's root without following a link the machine made
-(kafkalab.targets.rootfs), only if it is a dynamic archive by its first bytes and not
-larger than LIMIT, into a path kafkalab chose.
+What is trusted: the machines of the labs on one host are that host's user's, so the
+cache holds one file a machine made and later labs' JVMs map it. It is kept only when the
+`up` that provisioned the machine made it (newer than that `up`'s start), read from the
+machine's root without following a link the machine made (kafkalab.targets.rootfs), a
+regular file with a dynamic archive's first bytes and at most LIMIT bytes, into a path
+kafkalab chose; nothing of it decides a host path. The role maps an offered archive only
+after a tool started with it and -Xshare:on, which fails when it does not fit (another
+JDK, other jars): it then dumps one of its own, and kafkalab keeps that one instead.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
+from kafkalab.artifacts import archive as archive_mod
 from kafkalab.artifacts import kafka as kafka_artifact
+from kafkalab.errors import KafkalabError
 from kafkalab.targets import rootfs
 
 # HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, as a little-endian machine writes it first.
@@ -34,10 +40,9 @@ def cached(image_dir: Path, kafka_archive: Path) -> Path | None:
     release archive, named by the release archive's recorded hash (None when it has none:
     then nothing is kept)."""
     try:
-        digest = kafka_archive.with_name(kafka_archive.name + ".sha512").read_text().split()[0]
-    except (OSError, IndexError):
-        return None
-    if not re.fullmatch(r"[0-9a-f]{128}", digest):
+        recorded = kafka_archive.with_name(kafka_archive.name + ".sha512").read_text()
+        digest = archive_mod.parse_sha512(recorded)
+    except (OSError, UnicodeDecodeError, KafkalabError):
         return None
     return image_dir / "class-archives" / f"{kafka_archive.name}-{digest[:16]}.jsa"
 
@@ -53,11 +58,21 @@ def offer(cache_path: Path | None) -> dict[str, Path]:
     return {"kafka_tools_cds_archive": cache_path} if cache_path and cache_path.exists() else {}
 
 
-def keep(cache_path: Path | None, machine_roots: list[Path], kafka_version: str) -> bool:
-    """Copy the archive of the first machine that has one into the cache at `cache_path`,
-    unless it holds one already (True when copied)."""
-    if cache_path is None or cache_path.exists():
+def keep(
+    cache_path: Path | None, machine_roots: list[Path], kafka_version: str, since: float
+) -> bool:
+    """Copy into the cache at `cache_path` the archive of the first machine that has one
+    made after `since` (by this `up`), unless it is the one kept there already (the machines
+    copied that one). True when copied; a cache that cannot be written only loses the copy."""
+    if cache_path is None:
         return False
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
     rel = on_machine(kafka_version)
-    return any(rootfs.copy_out(root, rel, cache_path, LIMIT, MAGIC) for root in machine_roots)
+    try:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        for root in machine_roots:
+            copied = rootfs.copy_out(root, rel, cache_path, LIMIT, MAGIC, newer_than=since)
+            if copied is not None:
+                return copied
+    except OSError:
+        pass
+    return False

@@ -180,7 +180,7 @@ class EmbeddedCluster(InventoryCluster):
     def up(
         self, topo: Topology, progress: Callable[[str], None], provision_hosts: bool = True
     ) -> UpResult:
-        start = time.monotonic()
+        start, since = time.monotonic(), time.time()
         self.check_compatible(topo)
         netns.check_ours(self.ns, self._saved().get("netns"), self.state)
         if provision_hosts:  # a taken host port: one line, nothing touched
@@ -196,7 +196,7 @@ class EmbeddedCluster(InventoryCluster):
         progress(f"booting {len(machines)} machines in network namespace {self.ns}")
         # Saved first: if a boot fails, `kafkalab down` still knows the machines to stop.
         self._save(topo)
-        tools_cds = class_archive.cached(image.image_dir(), archive)  # an earlier lab's
+        tools_cds = class_archive.cached(base.parent, archive)  # an earlier lab's (image dir)
         offered = {"kafka_archive": archive, **extra_archives, **class_archive.offer(tools_cds)}
         shared = share.fill(self.state / "share", offered)
 
@@ -218,7 +218,7 @@ class EmbeddedCluster(InventoryCluster):
             boot, write_inventory, self.inventory_path, log, self.ns, gate, progress
         )
         forward.start(self.state, self.ns, forward.plan(topo))  # or keeps the one running
-        class_archive.keep(tools_cds, [m.root for m in machines], topo.kafka_version)
+        class_archive.keep(tools_cds, [m.root for m in machines], topo.kafka_version, since)
         return UpResult(recap.changed, time.monotonic() - start, recap)
 
     def start_machines(self, names: list[str] | None = None) -> None:

@@ -104,7 +104,9 @@ def ansible_env() -> dict[str, str]:
 def ansible_playbook(args: list[str]) -> list[str]:
     """The command that runs ansible-playbook with `args`, the venv's, without the
     interpreter's teardown at its end (ansible_playbook.py says why)."""
-    return [sys.executable, str(Path(__file__).with_name("ansible_playbook.py")), *args]
+    # -P: the script's directory (kafkalab/targets) is not put first on sys.path, where its
+    # modules would shadow others of the same name (vagrant.py) in Ansible's process.
+    return [sys.executable, "-P", str(Path(__file__).with_name("ansible_playbook.py")), *args]
 
 
 class Playbook:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import filecmp
 import os
 import secrets
 import shutil
@@ -98,14 +99,20 @@ def read_text(root: Path, rel: str) -> str | None:
     return data.decode(errors="replace")
 
 
-def copy_out(root: Path, rel: str, dest: Path, limit: int, head: bytes = b"") -> bool:
+def copy_out(
+    root: Path, rel: str, dest: Path, limit: int, head: bytes = b"", newer_than: float = 0.0
+) -> bool | None:
     """Copy root/rel, a regular file reached without following a link, to `dest` on the
     host (a path kafkalab chose; written beside it and renamed, so nobody reads half of
-    it). Nothing is written, and False returned, when the file is absent, a link, larger
-    than `limit` bytes, or does not begin with `head`."""
+    it). None, and nothing written, when the file is absent, a link, older than
+    `newer_than`, larger than `limit` bytes, or does not begin with `head`; False when
+    `dest` holds the same bytes already (left as it is); True when copied."""
     with _regular(root, rel) as f:
-        if f is None or os.fstat(f.fileno()).st_size > limit or f.read(len(head)) != head:
-            return False
+        if f is None:
+            return None
+        st = os.fstat(f.fileno())
+        if st.st_size > limit or st.st_mtime < newer_than or f.read(len(head)) != head:
+            return None
         tmp = dest.with_name(f".{dest.name}.kafkalab-{secrets.token_hex(4)}")
         try:
             with tmp.open("xb") as out:
@@ -115,6 +122,8 @@ def copy_out(root: Path, rel: str, dest: Path, limit: int, head: bytes = b"") ->
                     out.write(block)
                     copied += len(block)
             if copied > limit:  # it grew while read
+                return None
+            if dest.is_file() and filecmp.cmp(tmp, dest, shallow=False):
                 return False
             tmp.replace(dest)
         finally:

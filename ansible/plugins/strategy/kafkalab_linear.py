@@ -30,6 +30,7 @@ import hashlib
 import importlib.util
 import marshal
 import os
+import secrets
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -38,6 +39,7 @@ import ansible_mitogen.affinity  # type: ignore[import-untyped]
 import ansible_mitogen.loaders  # type: ignore[import-untyped]
 import ansible_mitogen.module_finder  # type: ignore[import-untyped]
 import ansible_mitogen.strategy  # type: ignore[import-untyped]
+import mitogen  # type: ignore[import-untyped]
 import mitogen.master  # type: ignore[import-untyped]
 import mitogen.minify  # type: ignore[import-untyped]
 
@@ -60,31 +62,36 @@ CACHE_ENV = "KAFKALAB_CONTROLLER_CACHE"  # set by kafkalab.targets.provision
 
 
 def _kept(kind: str, *parts: bytes) -> Path | None:
-    """Where CACHE_ENV's directory keeps what was made of `parts` (None: not set)."""
+    """Where CACHE_ENV's directory keeps what was made of `parts` (None: not set), by this
+    Python's bytecode and this Mitogen's minifier."""
     root = os.environ.get(CACHE_ENV)
     if not root:
         return None
-    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER + repr(mitogen.__version__).encode())
     for part in parts:
         digest.update(len(part).to_bytes(8, "little") + part)
     return Path(root) / kind / digest.hexdigest()
 
 
 def _read(path: Path | None) -> bytes | None:
+    """What _keep wrote, whole (its digest checked), or None."""
     try:
-        return path.read_bytes() if path is not None else None
+        data = path.read_bytes() if path is not None else b""
     except OSError:
         return None
+    body, check = data[:-32], data[-32:]
+    return body if len(data) >= 32 and hashlib.sha256(body).digest() == check else None
 
 
 def _keep(path: Path | None, data: bytes) -> None:
-    """Written beside and renamed: a run reading it meanwhile sees all of it or nothing."""
+    """Written beside (a name no other process or thread uses) and renamed, with its digest
+    last: a reader sees all of it or nothing, and a torn file is made again."""
     if path is None:
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
+        tmp.write_bytes(data + hashlib.sha256(data).digest())
         os.replace(tmp, path)
     except OSError:  # a cache that cannot be written: only slower
         with contextlib.suppress(OSError):

@@ -51,20 +51,56 @@ def test_a_release_without_a_recorded_hash_keeps_none(
     if recorded is not None:
         sha.write_text(recorded)
     assert class_archive.cached(tmp_path / "image", release) is None
-    assert class_archive.keep(None, [machine(tmp_path, "kafka1")], VERSION) is False
+    assert (
+        class_archive.keep(
+            class_archive.cached(tmp_path / "image", release),
+            [machine(tmp_path, "kafka1")],
+            VERSION,
+            0,
+        )
+        is False
+    )
 
 
 def test_kept_from_the_first_machine_that_has_one(tmp_path: Path, release: Path) -> None:
     kept = class_archive.cached(tmp_path / "image", release)
     assert kept is not None
     roots = [machine(tmp_path, "kafka1", None), machine(tmp_path, "kafka2")]
-    assert class_archive.keep(kept, roots, VERSION) is True
+    assert class_archive.keep(kept, roots, VERSION, 0) is True
     assert kept.read_bytes() == ARCHIVE_BYTES
     assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # no temporary file left
-    # kept once: a later lab's archive does not replace it
+    # a later lab whose machines copied it: nothing to do
+    assert class_archive.keep(kept, roots, VERSION, 0) is False
+    assert [p.name for p in kept.parent.iterdir()] == [kept.name]
+    # one that machines made this `up` in its place (they found the kept one did not fit)
     (roots[1] / class_archive.on_machine(VERSION)).write_bytes(class_archive.MAGIC + b"new")
-    assert class_archive.keep(kept, roots, VERSION) is False
-    assert kept.read_bytes() == ARCHIVE_BYTES
+    assert class_archive.keep(kept, roots, VERSION, 0) is True
+    assert kept.read_bytes() == class_archive.MAGIC + b"new"
+
+
+def test_only_an_archive_this_up_made_is_kept(tmp_path: Path, release: Path) -> None:
+    """One made before this `up` began (a machine running since, a learner's) is not."""
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept is not None
+    root = machine(tmp_path, "kafka1")
+    made = (root / class_archive.on_machine(VERSION)).stat().st_mtime
+    assert class_archive.keep(kept, [root], VERSION, since=made + 1) is False
+    assert not kept.exists()
+    assert class_archive.keep(kept, [root], VERSION, since=made) is True
+
+
+def test_apaches_checksum_style_names_it_too(tmp_path: Path, release: Path) -> None:
+    digest = "AB" * 64
+    gpg = " ".join(digest[i : i + 8] for i in range(0, 128, 8))
+    release.with_name(release.name + ".sha512").write_text(f"{release.name}: {gpg}\n")
+    kept = class_archive.cached(tmp_path / "image", release)
+    assert kept is not None and kept.name.endswith(f"-{'ab' * 8}.jsa")
+
+
+def test_a_cache_that_cannot_be_written_loses_only_the_copy(tmp_path: Path, release: Path) -> None:
+    kept = tmp_path / "not-a-dir" / "class-archives" / "x.jsa"
+    (tmp_path / "not-a-dir").write_text("a file where the cache's dir would be")
+    assert class_archive.keep(kept, [machine(tmp_path, "kafka1")], VERSION, 0) is False
 
 
 def test_a_link_made_in_the_machine_is_not_followed(tmp_path: Path, release: Path) -> None:
@@ -76,12 +112,12 @@ def test_a_link_made_in_the_machine_is_not_followed(tmp_path: Path, release: Pat
     host_file.write_bytes(class_archive.MAGIC + b"host secret")
     root = machine(tmp_path, "kafka1", None)
     (root / class_archive.on_machine(VERSION)).symlink_to(host_file)
-    assert class_archive.keep(kept, [root], VERSION) is False
+    assert class_archive.keep(kept, [root], VERSION, 0) is False
     # nor a link on the way (the release dir)
     (root / "opt" / f"kafka_2.13-{VERSION}").rename(root / "opt/elsewhere")
     (root / "opt" / f"kafka_2.13-{VERSION}").symlink_to(tmp_path)
     (tmp_path / class_archive.NAME).write_bytes(ARCHIVE_BYTES)
-    assert class_archive.keep(kept, [root], VERSION) is False
+    assert class_archive.keep(kept, [root], VERSION, 0) is False
     assert not kept.exists()
 
 
@@ -89,7 +125,7 @@ def test_a_link_made_in_the_machine_is_not_followed(tmp_path: Path, release: Pat
 def test_only_a_dynamic_archive_is_kept(tmp_path: Path, release: Path, content: bytes) -> None:
     kept = class_archive.cached(tmp_path / "image", release)
     assert kept is not None
-    assert class_archive.keep(kept, [machine(tmp_path, "kafka1", content)], VERSION) is False
+    assert class_archive.keep(kept, [machine(tmp_path, "kafka1", content)], VERSION, 0) is False
     assert list(kept.parent.iterdir()) == []
 
 
@@ -99,5 +135,5 @@ def test_one_larger_than_the_limit_is_not_kept(
     kept = class_archive.cached(tmp_path / "image", release)
     assert kept is not None
     monkeypatch.setattr(class_archive, "LIMIT", len(ARCHIVE_BYTES) - 1)
-    assert class_archive.keep(kept, [machine(tmp_path, "kafka1")], VERSION) is False
+    assert class_archive.keep(kept, [machine(tmp_path, "kafka1")], VERSION, 0) is False
     assert list(kept.parent.iterdir()) == []

@@ -257,6 +257,7 @@ def test_playbooks_run_through_a_quick_exit_with_ansibles_status(
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "ANSIBLE_LOG_PATH": str(tmp_path / "ansible.log"),
         "ANSIBLE_LOCAL_TEMP": str(tmp_path / "local"),
+        "KAFKALAB_CONTROLLER_CACHE": str(tmp_path / "controller"),
     }
     cmd = provision.ansible_playbook([str(playbook), *extra])
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
@@ -265,3 +266,19 @@ def test_playbooks_run_through_a_quick_exit_with_ansibles_status(
     assert "PLAY RECAP" in (tmp_path / "ansible.log").read_text()
     # Ansible's own exit handler removed its temporary directory (ansible-local-*)
     assert (tmp_path / "local").is_dir() and list((tmp_path / "local").iterdir()) == []
+
+
+def test_a_torn_file_in_the_strategys_cache_is_made_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("KAFKALAB_CONTROLLER_CACHE", str(tmp_path / "controller"))
+    plugin = load_strategy(monkeypatch)
+    text = plugin.minimize_once(SOURCE)
+    (kept,) = [p for p in (tmp_path / "controller").rglob("*") if p.is_file()]
+    kept.write_bytes(kept.read_bytes()[:10])  # a crash mid-write, a disk that filled up
+    plugin = load_strategy(monkeypatch)
+    made: list[str] = []
+    real = plugin._minimize_source
+    monkeypatch.setattr(plugin, "_minimize_source", lambda s: made.append(s) or real(s))
+    assert plugin.minimize_once(SOURCE) == text
+    assert made == [SOURCE]
