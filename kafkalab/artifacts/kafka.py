@@ -75,12 +75,17 @@ def kafka_line(version: str) -> Line:
     return LINES[3] if int(version.split(".", 1)[0]) < 4 else LINES[4]
 
 
+def release_dir(version: str, scala: str = DEFAULT_SCALA) -> str:
+    """The release's top directory in its archive (Apache's layout), as unpacked."""
+    return f"kafka_{scala}-{version}"
+
+
 def official_name(version: str, scala: str = DEFAULT_SCALA) -> str:
-    return f"kafka_{scala}-{version}.tgz"
+    return f"{release_dir(version, scala)}.tgz"
 
 
 def assembled_name(version: str, scala: str = DEFAULT_SCALA) -> str:
-    return f"kafka_{scala}-{version}-maven.tgz"
+    return f"{release_dir(version, scala)}-maven.tgz"
 
 
 def cached_kafka(cache: Path | None = None) -> list[Path]:
@@ -218,7 +223,7 @@ def render_launchers(version: str, classes: set[str]) -> dict[str, str]:
 def assemble_from_maven(version: str, scala: str, cache: Path, say: Progress) -> Path:
     """Build `kafka_<scala>-<version>-maven.tgz` from Maven Central jars and our launchers."""
     target = cache / assembled_name(version, scala)
-    top = f"kafka_{scala}-{version}"
+    top = release_dir(version, scala)
     line = kafka_line(version)
     cache.mkdir(parents=True, exist_ok=True)
     say(f"assembling Kafka {version} from Maven Central (first time: ~1 min)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 
+from kafkalab.targets import class_archive
 from kafkalab.targets.cluster import InventoryCluster
 
 # The tools kafkalab and the labs start live for seconds: C1 only and the serial GC start
@@ -16,7 +17,7 @@ QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.awt.headless=true"
 # 1.2 s of CPU without it, 0.7-0.8 s with it (4.3.1). Only then: a JVM told of an archive
 # that is not there runs without any, even the JDK's own.
 JVM_EXPORT = (
-    f'o="{QUICK_JVM}"; a="${{KAFKA_HOME:-}}/kafkalab-tools.jsa"; '
+    f'o="{QUICK_JVM}"; a="${{KAFKA_HOME:-}}/{class_archive.NAME}"; '
     '[ -n "${KAFKA_HOME:-}" ] && [ -r "$a" ] && '
     'o="$o -XX:SharedArchiveFile=$a -Xlog:cds=off -Xlog:cds+dynamic=off"; '
     'export KAFKA_JVM_PERFORMANCE_OPTS="$o"; unset o a; '

@@ -32,7 +32,7 @@ from kafkalab.targets import rootfs
 # HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, as a little-endian machine writes it first.
 MAGIC = (0xF00BABA8).to_bytes(4, "little")
 LIMIT = 256 << 20  # a 4.x tools' archive is ~14 MB
-NAME = "kafkalab-tools.jsa"  # the role's name for it, in the release dir
+NAME = "kafkalab-tools.jsa"  # the kafka_common role's name for it, in the release dir
 
 
 def cached(image_dir: Path, kafka_archive: Path) -> Path | None:
@@ -50,7 +50,7 @@ def cached(image_dir: Path, kafka_archive: Path) -> Path | None:
 def on_machine(kafka_version: str) -> str:
     """The archive below a machine's root: in the release dir (the kafka role's default
     kafka_install_prefix, which embedded machines keep), not through the /opt/kafka link."""
-    return f"opt/kafka_{kafka_artifact.DEFAULT_SCALA}-{kafka_version}/{NAME}"
+    return f"opt/{kafka_artifact.release_dir(kafka_version)}/{NAME}"
 
 
 def offer(cache_path: Path | None) -> dict[str, Path]:
