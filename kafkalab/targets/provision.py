@@ -174,8 +174,9 @@ def start_playbook(
 ) -> Playbook:
     """Start a playbook in the background (Playbook). `env` adds to Ansible's environment
     (ansible_env, strategy_env)."""
-    cmd = ansible_playbook(["-i", str(inventory), str(repo_root() / "ansible" / playbook)])
-    cmd += extra or []
+    cmd = ansible_playbook(
+        ["-i", str(inventory), str(repo_root() / "ansible" / playbook), *(extra or [])]
+    )
     if ns:
         cmd = netns.wrap(ns, cmd)
     full_env = {**ansible_env(), **strategy_env(dict(os.environ)), **(env or {})}
