@@ -37,6 +37,7 @@ def on_host(fn: Callable[[], T]) -> T:
     """Run `fn` in a thread in the host's namespace (the one pytest started in)."""
     result: list[T] = []
     error: list[BaseException] = []
+    ended = threading.Event()
 
     def target() -> None:
         try:
@@ -45,9 +46,22 @@ def on_host(fn: Callable[[], T]) -> T:
             result.append(fn())
         except BaseException as exc:
             error.append(exc)
+        finally:
+            ended.set()
 
     thread = threading.Thread(target=target, name="host-side")
     thread.start()
+    try:
+        ended.wait()
+    except BaseException:
+        # A Ctrl-C lands in this (the main) thread, not in `fn`'s: a command `fn` runs got it
+        # too (one process group) and is still ending its own way. Raising now sent a
+        # fixture's teardown (`down --purge`) to a lab the interrupted `up` still held locked:
+        # the purge was refused and the lab kept running. Wait for `fn`; a second Ctrl-C
+        # stops waiting. (An Event: Python 3.11's Thread.join, interrupted, marks the thread
+        # ended while it still runs, and a second join returns at once.)
+        ended.wait()
+        raise
     thread.join()
     if error:
         raise error[0]
@@ -85,7 +99,11 @@ def kafkalab(
 
     def run() -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "kafkalab", *args]
-        return subprocess.run(cmd, capture_output=True, text=True, env=env)
+        # `down` in a session of its own: the Ctrl-C that stops a test run does not stop a
+        # fixture's teardown purge halfway (it left the lab's machines running) and on_host
+        # waits for the purge to end.
+        alone = args[:1] == ("down",)
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, start_new_session=alone)
 
     # `lab` too: a lab's solve may run `kafkalab up` on the host as the learner would (lab 14)
     proc = on_host(run) if args[:1] in (("up",), ("down",), ("lab",)) else run()
