@@ -86,10 +86,12 @@ def lab() -> Iterator[None]:
 
 def test_boot_soak_with_a_cold_page_cache() -> None:
     """Five boots of three machines, the page cache dropped before each: every machine
-    `running`, no reboot needed, each in a cgroup of its own (bench/boot_soak.py)."""
+    `running`, no reboot needed, each in a cgroup of its own (bench/boot_soak.py). Each boot
+    follows an `up` stopped at a random moment (Ctrl-C or SIGKILL) and a purge that left no
+    process of the lab (item 11's soak)."""
     env = dict(os.environ, KAFKALAB_SOAK_NS=f"{PREFIX}-soak")
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.boot_soak", "--boots", "5", "--json"],
+        [sys.executable, "-m", "bench.boot_soak", "--boots", "5", "--interrupt", "--json"],
         capture_output=True,
         text=True,
         env=env,
@@ -99,6 +101,8 @@ def test_boot_soak_with_a_cold_page_cache() -> None:
     report = json.loads(proc.stdout)
     assert report["summary"]["boots"] == 5
     for r in report["rounds"]:
+        assert r["interrupted"].startswith(("SIGINT", "SIGKILL")), (report["summary"]["seed"], r)
+        assert not r["interrupt_problems"], (report["summary"]["seed"], r)
         assert not r["error"] and not r["first_boot_problems"], r
         assert set(r["states"].values()) == {"running"}, r
         assert r["cgroups_distinct"], r
