@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bench.boot_soak import processes_of  # the lab's launchers and nspawns, as the soak finds them
 from kafkalab.paths import repo_root
 from kafkalab.targets import boot
 from kafkalab.targets.machines import EmbeddedMachine
@@ -60,18 +61,6 @@ def cgroup_exists(path: str) -> bool:
         ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", path]
     )
     return proc.returncode == 0
-
-
-def nspawn_pids_of(state: Path) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if str(state).encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -281,9 +270,9 @@ def test_ctrl_c_and_kill_during_up_leave_a_lab_down_can_stop(lab: None) -> None:
         assert time.monotonic() - start < 5, f"{how.name}: took {time.monotonic() - start:.1f}s"
         if how == signal.SIGINT:
             assert proc.returncode == 130 and "interrupted" in rest, rest
-        assert nspawn_pids_of(STATE), "the signal came too late: no machine was booting"
+        assert processes_of(STATE), "the signal came too late: no machine was booting"
         kafkalab("down")
-        assert nspawn_pids_of(STATE) == [], f"after {how.name}, down left machines running"
+        assert processes_of(STATE) == [], f"after {how.name}, down left machines running"
         assert not cgroup_exists(f"kafkalab/{NS}")
     # And the lab boots again, reachable over ssh (a login, not just a banner).
     kafkalab("up", "--no-provision")
